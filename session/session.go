@@ -1,0 +1,289 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/dshq/dsh/llm"
+)
+
+// Notifier receives every appended event; the [Store] installs one that
+// emits its Appended signal.
+type Notifier func(ctx context.Context, s *Session, e Event) error
+
+// Session is one live log. It is safe for concurrent use.
+//
+// Append pushes an event and then notifies listeners, in seq order, without
+// holding the lock (listeners may append again). When an append happens
+// while another goroutine, or an outer append on this one, is delivering
+// notifications, the event is queued and delivered by that deliverer right
+// after the event it is delivering; Append then returns at once. Listeners
+// therefore always see events in seq order, and appending from a listener
+// never deadlocks.
+type Session struct {
+	id     ID
+	header Header
+	clock  func() time.Time
+
+	mu         sync.Mutex
+	events     []Event
+	queue      []Event
+	delivering bool
+	notify     Notifier
+	der        deriver
+}
+
+// Options configure a new session.
+type Options struct {
+	Header Header
+	// Seed is a log prefix the session starts with (resume, fork, replay):
+	// contiguous from seq 0, validated, deep-copied, and not announced as
+	// appends.
+	Seed  []Event
+	Clock func() time.Time
+}
+
+// New returns a session. The header's ID wins over id when set.
+func New(id ID, opts Options) (*Session, error) {
+	h := opts.Header
+	if h.ID == "" {
+		h.ID = id
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	if h.CreatedAt == 0 {
+		h.CreatedAt = clock().UnixMilli()
+	}
+	if h.Version != FormatVersion {
+		return nil, fmt.Errorf("session: unsupported format version %d (only %d)", h.Version, FormatVersion)
+	}
+	s := &Session{id: h.ID, header: h, clock: clock}
+	if len(opts.Seed) > 0 {
+		s.events = make([]Event, 0, len(opts.Seed)+64)
+		for i, e := range opts.Seed {
+			if e.Seq != int64(i) {
+				return nil, fmt.Errorf("session: seed event at index %d has seq %d (expected %d); seed must be contiguous from 0", i, e.Seq, i)
+			}
+			if !json.Valid(e.Data) {
+				return nil, fmt.Errorf("session: seed event %q (seq %d) carries non-JSON data", e.Type, e.Seq)
+			}
+			if SurfaceEligible(e.Type) && e.SurfaceOp == nil {
+				return nil, fmt.Errorf("session: seed event %q (seq %d) is surface-eligible but carries no surfaceOp marker", e.Type, e.Seq)
+			}
+			s.events = append(s.events, e.Clone())
+		}
+	}
+	return s, nil
+}
+
+// ID returns the session id.
+func (s *Session) ID() ID { return s.id }
+
+// Header returns the session's header.
+func (s *Session) Header() Header { return s.header }
+
+// Cwd is the working directory recorded in the header.
+func (s *Session) Cwd() string { return s.header.Cwd }
+
+// Len is the number of events (the next seq).
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.events)
+}
+
+// Events returns the log so far. The returned slice is a read-only view; its
+// capacity is clipped so appending to it never touches the log.
+func (s *Session) Events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.events[:len(s.events):len(s.events)]
+}
+
+// Event returns the event at seq.
+func (s *Session) Event(seq int64) (Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq < 0 || seq >= int64(len(s.events)) {
+		return Event{}, false
+	}
+	return s.events[seq], true
+}
+
+// Last returns the newest event of type typ, scanning backwards.
+func (s *Session) Last(typ string) (Event, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.events) - 1; i >= 0; i-- {
+		if s.events[i].Type == typ {
+			return s.events[i], true
+		}
+	}
+	return Event{}, false
+}
+
+// SetNotifier installs the append notifier (the store does this).
+func (s *Session) SetNotifier(n Notifier) {
+	s.mu.Lock()
+	s.notify = n
+	s.mu.Unlock()
+}
+
+// Append records a non-surface event.
+func (s *Session) Append(ctx context.Context, typ string, data any) (Event, error) {
+	if SurfaceEligible(typ) {
+		return Event{}, fmt.Errorf("session: event %q is surface-eligible and requires a surfaceOp marker", typ)
+	}
+	return s.append(ctx, typ, data, nil, nil)
+}
+
+// AppendSurface records a surface event with its op and provenance.
+func (s *Session) AppendSurface(ctx context.Context, typ string, data any, op SurfaceOp, sources []int64) (Event, error) {
+	if !SurfaceEligible(typ) {
+		return Event{}, fmt.Errorf("session: event %q is not surface-eligible", typ)
+	}
+	if sources != nil && len(sources) == 0 {
+		sources = nil
+	}
+	return s.append(ctx, typ, data, &op, sources)
+}
+
+// encode turns a payload into JSON text, refusing values that are not JSON
+// (NaN, infinities, channels, functions, cycles) before anything is pushed.
+func encode(typ string, data any) (json.RawMessage, error) {
+	switch v := data.(type) {
+	case json.RawMessage:
+		if !json.Valid(v) {
+			return nil, fmt.Errorf("session: event %q carries non-JSON data", typ)
+		}
+		return append(json.RawMessage(nil), v...), nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("session: event %q carries non-JSON data", typ)
+		}
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("session: event %q carries non-JSON data: %w", typ, err)
+	}
+	return b, nil
+}
+
+func (s *Session) append(ctx context.Context, typ string, data any, op *SurfaceOp, sources []int64) (Event, error) {
+	raw, err := encode(typ, data)
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{Type: typ, Time: s.clock().UnixMilli(), Data: raw, SurfaceOp: op}
+	if sources != nil {
+		ev.SourceEventSeqs = append([]int64(nil), sources...)
+	}
+	s.mu.Lock()
+	ev.Seq = int64(len(s.events))
+	s.events = append(s.events, ev)
+	if s.notify == nil {
+		s.mu.Unlock()
+		return ev, nil
+	}
+	s.queue = append(s.queue, ev)
+	if s.delivering {
+		s.mu.Unlock()
+		return ev, nil
+	}
+	s.delivering = true
+	var first error
+	for len(s.queue) > 0 {
+		next := s.queue[0]
+		s.queue[0] = Event{}
+		s.queue = s.queue[1:]
+		n := s.notify
+		s.mu.Unlock()
+		if n != nil {
+			if err := n(ctx, s, next); err != nil && first == nil {
+				first = err
+			}
+		}
+		s.mu.Lock()
+	}
+	s.queue = s.queue[:0]
+	s.delivering = false
+	s.mu.Unlock()
+	return ev, first
+}
+
+// Messages derives the model history. The returned slice and the messages
+// in it are shared with the session's cache: read them, never modify them
+// (clone first). The capacity is clipped, so appending is safe.
+func (s *Session) Messages() ([]llm.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.der.messages(s.events)
+}
+
+// Surface returns the seqs of the surface nodes, head to tail.
+func (s *Session) Surface() ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.der.messages(s.events); err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(s.der.nodes))
+	for i, n := range s.der.nodes {
+		out[i] = n.seq
+	}
+	return out, nil
+}
+
+// LastTurn returns the number of the newest turn/start, or 0.
+func (s *Session) LastTurn() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.events) - 1; i >= 0; i-- {
+		if s.events[i].Type == TypeTurnStart {
+			ts, err := Decode[TurnStart](s.events[i])
+			if err == nil {
+				return ts.Turn
+			}
+		}
+	}
+	return 0
+}
+
+// TurnOpen reports whether the newest turn boundary is a turn/start.
+func (s *Session) TurnOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return turnOpen(s.events)
+}
+
+func turnOpen(events []Event) bool {
+	for i := len(events) - 1; i >= 0; i-- {
+		switch events[i].Type {
+		case TypeTurnStart:
+			return true
+		case TypeTurnEnd:
+			return false
+		}
+	}
+	return false
+}
+
+// HasTurnStart reports whether a turn/start for turn exists in the log.
+func (s *Session) HasTurnStart(turn int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.events) - 1; i >= 0; i-- {
+		if s.events[i].Type == TypeTurnStart {
+			if ts, err := Decode[TurnStart](s.events[i]); err == nil && ts.Turn == turn {
+				return true
+			}
+		}
+	}
+	return false
+}

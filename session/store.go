@@ -1,0 +1,151 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/dshq/dsh/kernel"
+)
+
+// Appended is the notification for one append.
+type Appended struct {
+	Session *Session
+	Event   Event
+}
+
+// Store is the registry of live sessions and the owner of their
+// notification points. Persistence backends, UIs and the invariants checker
+// listen here rather than on individual sessions.
+type Store struct {
+	mu       sync.Mutex
+	sessions map[ID]*Session
+	order    []ID
+	counter  int
+	clock    func() time.Time
+
+	// Created fires when a session enters the store (after its seed is in
+	// place); listeners seed their own view from Session.Events.
+	Created *kernel.Signal[*Session]
+	// Appended fires once per append, in seq order.
+	Appended *kernel.Signal[Appended]
+	// Flush is the durability checkpoint: backends write what they buffered.
+	Flush *kernel.Parallel[*Session]
+}
+
+// NewStore returns an empty store. clock may be nil.
+func NewStore(clock func() time.Time) *Store {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Store{
+		sessions: map[ID]*Session{},
+		clock:    clock,
+		Created:  kernel.NewSignal[*Session]("session/created"),
+		Appended: kernel.NewSignal[Appended]("session/event"),
+		Flush:    kernel.NewParallel[*Session]("session/flush"),
+	}
+}
+
+// Prepare validates and builds a session without entering it.
+func (st *Store) Prepare(id ID, opts Options) (*Session, error) {
+	st.mu.Lock()
+	if id == "" {
+		st.counter++
+		id = ID(fmt.Sprintf("session-%d", st.counter))
+	}
+	_, dup := st.sessions[id]
+	st.mu.Unlock()
+	if dup {
+		return nil, fmt.Errorf("session: session %q already exists", id)
+	}
+	if opts.Header.Cwd != "" && !filepath.IsAbs(opts.Header.Cwd) {
+		return nil, fmt.Errorf("session: session cwd must be an absolute path, got %q", opts.Header.Cwd)
+	}
+	if opts.Clock == nil {
+		opts.Clock = st.clock
+	}
+	opts.Header.ID = id
+	return New(id, opts)
+}
+
+// Enter adds s to the store and wires its notifications; the returned
+// function detaches it.
+func (st *Store) Enter(s *Session) (detach func(), err error) {
+	st.mu.Lock()
+	if _, dup := st.sessions[s.ID()]; dup {
+		st.mu.Unlock()
+		return nil, fmt.Errorf("session: session %q already exists", s.ID())
+	}
+	st.sessions[s.ID()] = s
+	st.order = append(st.order, s.ID())
+	st.mu.Unlock()
+	s.SetNotifier(func(ctx context.Context, s *Session, e Event) error {
+		return st.Appended.Emit(ctx, Appended{Session: s, Event: e})
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.SetNotifier(nil)
+			st.mu.Lock()
+			if st.sessions[s.ID()] == s {
+				delete(st.sessions, s.ID())
+				for i, id := range st.order {
+					if id == s.ID() {
+						st.order = append(st.order[:i], st.order[i+1:]...)
+						break
+					}
+				}
+			}
+			st.mu.Unlock()
+		})
+	}, nil
+}
+
+// Announce emits Created for s.
+func (st *Store) Announce(ctx context.Context, s *Session) error { return st.Created.Emit(ctx, s) }
+
+// Create prepares, enters and announces a session; a failing Created
+// listener rolls the entry back. The session is detached when scope closes.
+func (st *Store) Create(ctx context.Context, scope *kernel.Scope, id ID, opts Options) (*Session, error) {
+	s, err := st.Prepare(id, opts)
+	if err != nil {
+		return nil, err
+	}
+	err = scope.Effect(func(record func(func() error)) error {
+		detach, err := st.Enter(s)
+		if err != nil {
+			return err
+		}
+		record(func() error { detach(); return nil })
+		return st.Announce(ctx, s)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Get returns a live session.
+func (st *Store) Get(id ID) (*Session, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s, ok := st.sessions[id]
+	return s, ok
+}
+
+// List returns live sessions in entry order.
+func (st *Store) List() []*Session {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]*Session, 0, len(st.order))
+	for _, id := range st.order {
+		out = append(out, st.sessions[id])
+	}
+	return out
+}
+
+// FlushSession runs the durability checkpoint for s.
+func (st *Store) FlushSession(ctx context.Context, s *Session) error { return st.Flush.Run(ctx, s) }
