@@ -120,9 +120,10 @@ func (l *list[F]) recoverInto(err *error, name string) {
 	}
 }
 
-// Next is the downstream part of a [Chain]: the remaining listeners and, at
+// Next is the downstream part of a [Chain] (an alias, so listeners can be
+// written as plain func literals): the remaining listeners and, at
 // the end, the core behaviour.
-type Next[In, Out any] func(ctx context.Context, in In) (Out, error)
+type Next[In, Out any] = func(ctx context.Context, in In) (Out, error)
 
 // Around is a [Chain] listener.
 type Around[In, Out any] func(ctx context.Context, in In, next Next[In, Out]) (Out, error)

@@ -114,7 +114,7 @@ func (p *Pending) Rewritten() bool { return p.Decision.Args != nil }
 // Registry holds the tools and runs the pipeline.
 type Registry struct {
 	mu        sync.RWMutex
-	tools     map[string]Tool
+	tools     map[string]*registered
 	order     []string
 	restricts []*restrict
 	valid     validator
@@ -135,6 +135,10 @@ type Registry struct {
 	Observed *kernel.Signal[Outcome]
 }
 
+// registered wraps a tool so identity checks never compare tool values
+// (which may not be comparable).
+type registered struct{ Tool }
+
 type restrict struct {
 	fn func(Info) bool
 }
@@ -142,7 +146,7 @@ type restrict struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
 	return &Registry{
-		tools:       map[string]Tool{},
+		tools:       map[string]*registered{},
 		now:         time.Now,
 		Changed:     kernel.NewSignal[struct{}]("tools/change"),
 		GuardPoint:  kernel.NewSerial[*Guard]("tools/guard"),
@@ -165,12 +169,13 @@ func (r *Registry) Register(t Tool) (dispose func(), err error) {
 		r.mu.Unlock()
 		return nil, fmt.Errorf("tool: tool %q is already registered", name)
 	}
-	r.tools[name] = t
+	reg := &registered{t}
+	r.tools[name] = reg
 	r.order = append(r.order, name)
 	r.mu.Unlock()
 	remove := func() {
 		r.mu.Lock()
-		if r.tools[name] == t {
+		if r.tools[name] == reg {
 			delete(r.tools, name)
 			r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
 		}
@@ -224,7 +229,10 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	t, ok := r.tools[name]
-	return t, ok
+	if !ok {
+		return nil, false
+	}
+	return t.Tool, true
 }
 
 // Visible returns the infos of the tools visible through filter (nil means
@@ -269,7 +277,7 @@ func (r *Registry) lookup(name string, filter func(Info) bool) (Tool, *Info, err
 	if ok {
 		info := t.Info()
 		if r.visibleLocked(info, filter) {
-			return t, &info, nil
+			return t.Tool, &info, nil
 		}
 	}
 	var names []string

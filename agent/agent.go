@@ -1,0 +1,134 @@
+// Package agent is dsh's agent vocabulary: the [Agent] handle front-ends
+// drive (Send, Steer, Inject, Cancel, WhenIdle), the decisions interception
+// points return, the [Hub] of lifecycle points every agent dispatches
+// through, and the [Registry] that creates, resumes and tracks agents. The
+// loop that implements agents lives in package loop; nothing but
+// compositions imports it.
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/tool"
+)
+
+// ID names an agent.
+type ID string
+
+// Status of an agent: idle ⇄ running, then disposed (terminal).
+type Status string
+
+// Statuses.
+const (
+	Idle     Status = "idle"
+	Running  Status = "running"
+	Disposed Status = "disposed"
+)
+
+// ErrDisposed is returned by calls on a disposed agent.
+var ErrDisposed = errors.New("agent: disposed")
+
+// Options configure an agent.
+type Options struct {
+	// Model is a model reference ("provider/model" or an alias).
+	Model string
+	// SystemPrompt is appended after the assembled sections.
+	SystemPrompt string
+	// Tools restricts the tools this agent sees and may call (nil: all).
+	Tools func(tool.Info) bool
+	// Approver answers ask decisions; nil fails them closed.
+	Approver tool.Approver
+	// MaxTokens and Temperature go into every request when set.
+	MaxTokens   int
+	Temperature *float64
+	// MaxSteps ends a turn after this many model calls (0: no limit).
+	MaxSteps int
+}
+
+// Agent is a running agent. All methods are safe for concurrent use.
+type Agent interface {
+	ID() ID
+	Session() *session.Session
+	Options() Options
+	Status() Status
+	// Send queues a prompt; it starts a turn when idle, otherwise the next.
+	Send(ctx context.Context, content []llm.Block, src llm.Source) error
+	// Steer joins the running turn between steps; when idle it is Send.
+	Steer(ctx context.Context, content []llm.Block, src llm.Source) error
+	// Inject adds context without running the model: into the open turn, or
+	// in a one-shot injection turn when none is open.
+	Inject(ctx context.Context, content []llm.Block, src llm.Source) error
+	// Cancel stops the running turn (and drops queued input).
+	Cancel(reason string)
+	// WhenIdle waits until the agent is idle with nothing queued, or has
+	// exited after disposal.
+	WhenIdle(ctx context.Context) error
+	// Scope closes when the agent is disposed; tie resources to it.
+	Scope() *kernel.Scope
+}
+
+// Handle owns an agent: Dispose stops its loop, waits for the loop to exit
+// (its closing turn/end and flush included), unregisters it and detaches its
+// session, in that order. Dispose is idempotent: every caller waits for the
+// same teardown.
+type Handle struct {
+	Agent   Agent
+	dispose func(ctx context.Context) error
+	once    sync.Once
+	done    chan struct{}
+	err     error
+}
+
+// NewHandle wraps an agent and its teardown.
+func NewHandle(a Agent, dispose func(ctx context.Context) error) *Handle {
+	return &Handle{Agent: a, dispose: dispose, done: make(chan struct{})}
+}
+
+// Dispose tears the agent down. The teardown runs to completion even if ctx
+// ends first; ctx only bounds how long this caller waits.
+func (h *Handle) Dispose(ctx context.Context) error {
+	h.once.Do(func() {
+		go func() {
+			h.err = h.dispose(context.WithoutCancel(ctx))
+			close(h.done)
+		}()
+	})
+	select {
+	case <-h.done:
+		return h.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PromptDecision is a prompt-submit verdict: allow (optionally rewriting
+// the content and attaching context) or block with a reason.
+type PromptDecision struct {
+	Block   bool
+	Reason  string
+	Content []llm.Block
+	Context *tool.Context
+}
+
+// ContinuationDecision says whether a turn takes another step. A reason is
+// steered into the turn as model-facing text.
+type ContinuationDecision struct {
+	Continue bool
+	Reason   *tool.Context
+}
+
+// SessionStartSource says why an agent's session started.
+type SessionStartSource string
+
+// Session start sources.
+const (
+	StartStartup SessionStartSource = "startup"
+	StartResume  SessionStartSource = "resume"
+	StartClear   SessionStartSource = "clear"
+	StartCompact SessionStartSource = "compact"
+)

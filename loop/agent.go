@@ -1,0 +1,343 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
+)
+
+type queued struct {
+	content []llm.Block
+	src     llm.Source
+}
+
+// loopAgent is one agent and its driver.
+type loopAgent struct {
+	l     *Loop
+	id    agent.ID
+	opts  agent.Options
+	sess  *session.Session
+	scope *kernel.Scope
+
+	ctx    context.Context // cancelled (cause: disposed) by stop
+	cancel context.CancelCauseFunc
+
+	mu           sync.Mutex
+	status       agent.Status
+	queue        []queued
+	steering     []queued
+	wake         chan struct{}
+	disposedCh   chan struct{}
+	disposed     bool
+	cancelMarked bool
+	cancelReason string
+	stepCancel   context.CancelCauseFunc
+	idleWaiters  []chan struct{}
+	done         chan struct{}
+}
+
+var errDisposedCause = errors.New("disposed")
+
+func newAgent(l *Loop, id agent.ID, opts agent.Options, s *session.Session) *loopAgent {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &loopAgent{
+		l: l, id: id, opts: opts, sess: s,
+		scope:      kernel.NewScope("agent " + string(id)),
+		ctx:        ctx,
+		cancel:     cancel,
+		status:     agent.Idle,
+		wake:       make(chan struct{}, 1),
+		disposedCh: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+}
+
+func (a *loopAgent) ID() agent.ID              { return a.id }
+func (a *loopAgent) Session() *session.Session { return a.sess }
+func (a *loopAgent) Options() agent.Options    { return a.opts }
+func (a *loopAgent) Scope() *kernel.Scope      { return a.scope }
+
+// Status returns the current status.
+func (a *loopAgent) Status() agent.Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+// tool.Host
+
+func (a *loopAgent) AgentID() string   { return string(a.id) }
+func (a *loopAgent) SessionID() string { return string(a.sess.ID()) }
+func (a *loopAgent) Cwd() string       { return a.sess.Cwd() }
+func (a *loopAgent) Append(ctx context.Context, typ string, data any) error {
+	_, err := a.sess.Append(ctx, typ, data)
+	return err
+}
+
+func (a *loopAgent) disposedErr() error {
+	return fmt.Errorf("agent %q is disposed: %w", a.id, agent.ErrDisposed)
+}
+
+// Send queues a prompt.
+func (a *loopAgent) Send(ctx context.Context, content []llm.Block, src llm.Source) error {
+	src = src.OrUser()
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		return a.disposedErr()
+	}
+	a.queue = append(a.queue, queued{content: llm.CloneBlocks(content), src: src})
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+	return a.l.d.Agents.Hub.Queued.Emit(ctx, agent.Queued{Agent: a, Content: content, Source: src})
+}
+
+// Steer joins the running turn, or sends when idle.
+func (a *loopAgent) Steer(ctx context.Context, content []llm.Block, src llm.Source) error {
+	src = src.OrUser()
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		return a.disposedErr()
+	}
+	if a.status != agent.Running {
+		a.mu.Unlock()
+		return a.Send(ctx, content, src)
+	}
+	a.steering = append(a.steering, queued{content: llm.CloneBlocks(content), src: src})
+	a.mu.Unlock()
+	return a.l.d.Agents.Hub.Queued.Emit(ctx, agent.Queued{Agent: a, Content: content, Source: src, Steering: true})
+}
+
+// Inject records context: inside the open turn, or in a one-shot injection
+// turn (flushed in the background) when none is open.
+func (a *loopAgent) Inject(ctx context.Context, content []llm.Block, src llm.Source) error {
+	src = src.OrUser()
+	a.mu.Lock()
+	disposed := a.disposed
+	a.mu.Unlock()
+	if disposed {
+		return a.disposedErr()
+	}
+	if a.sess.TurnOpen() {
+		_, err := a.sess.AppendSurface(ctx, session.TypeContextMessage, session.Prompt{Content: content, Source: src}, session.AppendOp, nil)
+		return err
+	}
+	turn := a.sess.LastTurn() + 1
+	s := src
+	_, err := a.sess.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerInjection, Source: &s}})
+	opened := a.sess.HasTurnStart(turn)
+	if err == nil {
+		_, err = a.sess.AppendSurface(ctx, session.TypeContextMessage, session.Prompt{Content: content, Source: src}, session.AppendOp, nil)
+	}
+	if a.sess.TurnOpen() && opened {
+		if _, cerr := a.sess.Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}}); cerr != nil {
+			a.l.d.Logger.Warn("turn/end listener failed after an injection", "agent", a.id, "err", cerr)
+		}
+	}
+	if opened {
+		go func() {
+			if ferr := a.l.d.Sessions.FlushSession(context.WithoutCancel(ctx), a.sess); ferr != nil {
+				a.l.d.Logger.Warn("session flush failed after an injection", "agent", a.id, "err", ferr)
+				a.reportError(turn, 0, ferr)
+			}
+		}()
+	}
+	return err
+}
+
+// Cancel stops the running turn and drops queued input.
+func (a *loopAgent) Cancel(reason string) {
+	if reason == "" {
+		reason = "cancelled"
+	}
+	a.mu.Lock()
+	if a.status == agent.Running || a.stepCancel != nil || len(a.queue) > 0 || len(a.steering) > 0 {
+		a.cancelMarked = true
+		a.cancelReason = reason
+	}
+	a.queue, a.steering = nil, nil
+	sc := a.stepCancel
+	a.mu.Unlock()
+	if sc != nil {
+		sc(errors.New(reason))
+	}
+}
+
+// WhenIdle waits for quiescence.
+func (a *loopAgent) WhenIdle(ctx context.Context) error {
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		select {
+		case <-a.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if a.status != agent.Running && len(a.queue) == 0 {
+		a.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	a.idleWaiters = append(a.idleWaiters, ch)
+	a.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	a.mu.Lock()
+	disposed := a.disposed
+	a.mu.Unlock()
+	if disposed {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// settleIdle wakes WhenIdle waiters; callers hold a.mu.
+func (a *loopAgent) settleIdleLocked() {
+	for _, ch := range a.idleWaiters {
+		close(ch)
+	}
+	a.idleWaiters = nil
+}
+
+// setStatus records a real transition and announces it. A failing listener
+// is logged: it can neither break the loop nor starve WhenIdle.
+func (a *loopAgent) setStatus(s agent.Status) {
+	a.mu.Lock()
+	if a.status == s || a.status == agent.Disposed {
+		a.mu.Unlock()
+		return
+	}
+	a.status = s
+	if s != agent.Running {
+		a.settleIdleLocked()
+	}
+	a.mu.Unlock()
+	if err := a.l.d.Agents.Hub.Status.EmitAll(a.ctx, agent.StatusChange{Agent: a, Status: s}); err != nil {
+		a.l.d.Logger.Warn("agent/status listener failed", "agent", a.id, "err", err)
+	}
+}
+
+func (a *loopAgent) reportError(turn, step int, err error) {
+	if e := a.l.d.Agents.Hub.Error.EmitAll(context.WithoutCancel(a.ctx), agent.ErrorNote{Agent: a, Turn: turn, Step: step, Err: err}); e != nil {
+		a.l.d.Logger.Warn("agent/error listener failed", "agent", a.id, "err", e)
+	}
+}
+
+// stop begins disposal; it never blocks on the driver.
+func (a *loopAgent) stop() {
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		return
+	}
+	a.disposed = true
+	a.status = agent.Disposed
+	close(a.disposedCh)
+	a.settleIdleLocked()
+	sc := a.stepCancel
+	a.mu.Unlock()
+	a.cancel(errDisposedCause)
+	if sc != nil {
+		sc(errDisposedCause)
+	}
+	if err := a.l.d.Agents.Hub.Status.EmitAll(context.WithoutCancel(a.ctx), agent.StatusChange{Agent: a, Status: agent.Disposed}); err != nil {
+		a.l.d.Logger.Warn("agent/status listener failed", "agent", a.id, "err", err)
+	}
+}
+
+func (a *loopAgent) isDisposed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.disposed
+}
+
+func (a *loopAgent) run() { go a.drive() }
+
+// drive is the driver goroutine: one turn per drain of the queue.
+func (a *loopAgent) drive() {
+	defer close(a.done)
+	for {
+		a.mu.Lock()
+		for len(a.queue) == 0 && !a.disposed {
+			a.mu.Unlock()
+			select {
+			case <-a.wake:
+			case <-a.disposedCh:
+			}
+			a.mu.Lock()
+		}
+		if a.disposed {
+			a.mu.Unlock()
+			return
+		}
+		// Window 1: a cancel landed after Send woke us, before running.
+		if a.cancelMarked {
+			a.cancelMarked = false
+			if len(a.queue) == 0 {
+				a.settleIdleLocked()
+				a.mu.Unlock()
+				continue
+			}
+		}
+		a.mu.Unlock()
+		a.setStatus(agent.Running)
+		// Window 2: a cancel from a status listener.
+		a.mu.Lock()
+		if a.cancelMarked {
+			a.cancelMarked = false
+			if len(a.queue) == 0 {
+				a.mu.Unlock()
+				a.setStatus(agent.Idle)
+				continue
+			}
+		}
+		a.mu.Unlock()
+		turn := a.sess.LastTurn() + 1
+		if err := a.runTurn(turn); err != nil {
+			a.l.d.Logger.Warn("turn failed before it started", "agent", a.id, "turn", turn, "err", err)
+			a.reportError(turn, 0, toError(err))
+		}
+		a.mu.Lock()
+		a.cancelMarked = false
+		a.queue = append(a.queue, a.steering...)
+		a.steering = nil
+		empty := len(a.queue) == 0
+		a.mu.Unlock()
+		if empty {
+			a.setStatus(agent.Idle)
+		}
+	}
+}
+
+// toError turns a listener's failure into an error value.
+func toError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *kernel.PanicError
+	if errors.As(err, &pe) {
+		if _, ok := pe.Value.(error); !ok {
+			return &llm.Error{Name: "HarnessError", Code: llm.CodeUnknown, Message: fmt.Sprint(pe.Value), Cause: err}
+		}
+	}
+	return err
+}
