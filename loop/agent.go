@@ -128,31 +128,44 @@ func (a *loopAgent) Inject(ctx context.Context, content []llm.Block, src llm.Sou
 	if disposed {
 		return a.disposedErr()
 	}
-	if a.sess.TurnOpen() {
-		_, err := a.sess.AppendSurface(ctx, session.TypeContextMessage, session.Prompt{Content: content, Source: src}, session.AppendOp, nil)
+	prompt := session.Prompt{Content: content, Source: src}
+	op := session.AppendOp
+	for {
+		st := a.sess.Turns()
+		if st.Open {
+			// Land inside the open turn, unless it closes under us.
+			_, err := a.sess.AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open }, session.TypeContextMessage, prompt, &op)
+			if errors.Is(err, session.ErrCondition) {
+				continue
+			}
+			return err
+		}
+		turn := st.Last + 1
+		s := src
+		_, err := a.sess.AppendIf(ctx, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
+			session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerInjection, Source: &s}}, nil)
+		if errors.Is(err, session.ErrCondition) {
+			continue // the driver or another injector opened a turn first
+		}
+		opened := a.sess.HasTurnStart(turn)
+		if err == nil {
+			_, err = a.sess.AppendSurface(ctx, session.TypeContextMessage, prompt, session.AppendOp, nil)
+		}
+		if ts := a.sess.Turns(); ts.Open && ts.Last == turn {
+			if _, cerr := a.sess.Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}}); cerr != nil {
+				a.l.d.Logger.Warn("turn/end listener failed after an injection", "agent", a.id, "err", cerr)
+			}
+		}
+		if opened {
+			go func() {
+				if ferr := a.l.d.Sessions.FlushSession(context.WithoutCancel(ctx), a.sess); ferr != nil {
+					a.l.d.Logger.Warn("session flush failed after an injection", "agent", a.id, "err", ferr)
+					a.reportError(turn, 0, ferr)
+				}
+			}()
+		}
 		return err
 	}
-	turn := a.sess.LastTurn() + 1
-	s := src
-	_, err := a.sess.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerInjection, Source: &s}})
-	opened := a.sess.HasTurnStart(turn)
-	if err == nil {
-		_, err = a.sess.AppendSurface(ctx, session.TypeContextMessage, session.Prompt{Content: content, Source: src}, session.AppendOp, nil)
-	}
-	if a.sess.TurnOpen() && opened {
-		if _, cerr := a.sess.Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}}); cerr != nil {
-			a.l.d.Logger.Warn("turn/end listener failed after an injection", "agent", a.id, "err", cerr)
-		}
-	}
-	if opened {
-		go func() {
-			if ferr := a.l.d.Sessions.FlushSession(context.WithoutCancel(ctx), a.sess); ferr != nil {
-				a.l.d.Logger.Warn("session flush failed after an injection", "agent", a.id, "err", ferr)
-				a.reportError(turn, 0, ferr)
-			}
-		}()
-	}
-	return err
 }
 
 // Cancel stops the running turn and drops queued input.
@@ -310,9 +323,12 @@ func (a *loopAgent) drive() {
 				continue
 			}
 		}
+		// Drain under the same lock as the check: a later cancel finds the
+		// batch already taken and ends the turn instead.
+		batch := a.queue
+		a.queue = nil
 		a.mu.Unlock()
-		turn := a.sess.LastTurn() + 1
-		if err := a.runTurn(turn); err != nil {
+		if turn, err := a.runTurn(batch); err != nil {
 			a.l.d.Logger.Warn("turn failed before it started", "agent", a.id, "turn", turn, "err", err)
 			a.reportError(turn, 0, toError(err))
 		}

@@ -153,7 +153,9 @@ func TestPipelineOutcomes(t *testing.T) {
 				ran.Store(true)
 				return tool.TextResult("ran"), nil
 			}})
-			reg.PreExecute.Use(func(context.Context, tool.Call, chainNext[tool.Call, tool.Decision]) (tool.Decision, error) { return c.pre, nil })
+			reg.PreExecute.Use(func(context.Context, tool.Call, chainNext[tool.Call, tool.Decision]) (tool.Decision, error) {
+				return c.pre, nil
+			})
 			if c.post != nil {
 				reg.PostExecute.Use(func(context.Context, tool.PostInput, chainNext[tool.PostInput, tool.PostDecision]) (tool.PostDecision, error) {
 					return *c.post, nil
@@ -195,7 +197,9 @@ func TestGuardIsFinal(t *testing.T) {
 		t.Error("pre-execute must not run after a guard denial")
 		return tool.Decision{Kind: tool.Allow}, nil
 	})
-	approver := tool.ApproverFunc(func(context.Context, tool.ApprovalRequest) (tool.Approval, error) { return tool.Approval{Allow: true}, nil })
+	approver := tool.ApproverFunc(func(context.Context, tool.ApprovalRequest) (tool.Approval, error) {
+		return tool.Approval{Allow: true}, nil
+	})
 	out := reg.Execute(context.Background(), tool.NewCall("c", "rm", "{}", nil), tool.ExecOptions{Approver: approver})
 	if ran.Load() || llm.TextOf(out.Result.Content) != "Error: outside the sandbox" || out.Decision.By != "sandbox" {
 		t.Fatalf("%+v", out)
@@ -345,7 +349,12 @@ func TestExecuteWrapper(t *testing.T) {
 	})
 	var seen []tool.Outcome
 	var mu sync.Mutex
-	reg.Observed.Listen(func(_ context.Context, o tool.Outcome) error { mu.Lock(); seen = append(seen, o); mu.Unlock(); return errors.New("ignored") })
+	reg.Observed.Listen(func(_ context.Context, o tool.Outcome) error {
+		mu.Lock()
+		seen = append(seen, o)
+		mu.Unlock()
+		return errors.New("ignored")
+	})
 	out := reg.Execute(context.Background(), tool.NewCall("c", "flaky", "{}", nil), tool.ExecOptions{})
 	if out.Result.IsError || attempts.Load() != 2 || len(seen) != 1 || llm.TextOf(seen[0].Result.Content) != "ok" {
 		t.Fatalf("out %+v attempts %d seen %d", out, attempts.Load(), len(seen))

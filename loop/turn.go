@@ -3,9 +3,11 @@ package loop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/llm"
@@ -24,6 +26,7 @@ type turnState struct {
 	errorReported bool
 	bg            context.Context // never cancelled: bookkeeping appends and flushes
 	lastDrained   bool
+	opened        bool // this turn's turn/start is in the log
 	callSeqs      []callRef
 }
 
@@ -88,20 +91,16 @@ func (t *turnState) stopReason() bool {
 
 // runTurn runs one turn. It returns an error only when the turn could not
 // even be opened (nothing was recorded).
-func (a *loopAgent) runTurn(turn int) (ret error) {
-	a.mu.Lock()
-	batch := a.queue
-	a.queue = nil
-	a.mu.Unlock()
-	t := &turnState{a: a, turn: turn, reason: session.EndReason{Kind: session.EndCompleted}, bg: context.WithoutCancel(a.ctx)}
+func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
+	t := &turnState{a: a, reason: session.EndReason{Kind: session.EndCompleted}, bg: context.WithoutCancel(a.ctx)}
 	hub := a.l.d.Agents.Hub
 	maxTokens := false
 
 	body := func() error {
-		src := batch[0].src
-		if _, err := a.sess.Append(t.bg, session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: &src}}); err != nil {
+		if err := a.openTurn(t, batch[0].src); err != nil {
 			return err
 		}
+		turn = t.turn
 		anyAllowed := false
 		lastBlock := "prompt blocked by hook"
 		for _, m := range batch {
@@ -248,9 +247,10 @@ func (a *loopAgent) runTurn(turn int) (ret error) {
 	}
 
 	err := body()
+	turn = t.turn
 	if err != nil {
-		if !a.sess.HasTurnStart(turn) {
-			return err
+		if !t.opened {
+			return a.sess.LastTurn() + 1, err
 		}
 		t.closeStep()
 		if a.isDisposed() && !t.errorReported {
@@ -263,7 +263,35 @@ func (a *loopAgent) runTurn(turn int) (ret error) {
 	}
 	t.closeTurn()
 	t.flush()
-	return nil
+	return turn, nil
+}
+
+// openTurn appends this turn's turn/start. Only one turn may be open: when
+// an injection turn from another goroutine is open, wait for it to close,
+// then take the next number.
+func (a *loopAgent) openTurn(t *turnState, src llm.Source) error {
+	for {
+		st := a.sess.Turns()
+		if st.Open {
+			select {
+			case <-time.After(200 * time.Microsecond):
+			case <-a.disposedCh:
+				return a.disposedErr()
+			}
+			continue
+		}
+		turn := st.Last + 1
+		ev, err := a.sess.AppendIf(t.bg, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
+			session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: &src}}, nil)
+		if errors.Is(err, session.ErrCondition) {
+			continue
+		}
+		if ev.Type != "" {
+			// Pushed (a listener may still have failed): the turn is ours.
+			t.turn, t.opened = turn, true
+		}
+		return err
+	}
 }
 
 func joinNonEmpty(parts ...string) string {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -35,7 +36,20 @@ type Session struct {
 	delivering bool
 	notify     Notifier
 	der        deriver
+	turns      TurnState
 }
+
+// TurnState is the turn structure of the log: the newest turn number and
+// whether that turn is still open. It is maintained at push time, so reading
+// it costs nothing.
+type TurnState struct {
+	Last int
+	Open bool
+}
+
+// ErrCondition is returned by [Session.AppendIf] when its condition does not
+// hold; nothing was appended.
+var ErrCondition = errors.New("session: append condition not met")
 
 // Options configure a new session.
 type Options struct {
@@ -77,6 +91,7 @@ func New(id ID, opts Options) (*Session, error) {
 				return nil, fmt.Errorf("session: seed event %q (seq %d) is surface-eligible but carries no surfaceOp marker", e.Type, e.Seq)
 			}
 			s.events = append(s.events, e.Clone())
+			s.noteTurn(e)
 		}
 	}
 	return s, nil
@@ -175,7 +190,44 @@ func encode(typ string, data any) (json.RawMessage, error) {
 	return b, nil
 }
 
+// AppendIf appends like Append or AppendSurface (op nil: non-surface), but
+// only if cond holds for the turn state at the instant of the push. Agents
+// use it so that two goroutines can never both open a turn, and context is
+// never recorded after the turn it was meant for has closed.
+func (s *Session) AppendIf(ctx context.Context, cond func(TurnState) bool, typ string, data any, op *SurfaceOp) (Event, error) {
+	if (op != nil) != SurfaceEligible(typ) {
+		return Event{}, fmt.Errorf("session: event %q: surfaceOp is required exactly for surface-eligible types", typ)
+	}
+	return s.appendCond(ctx, cond, typ, data, op, nil)
+}
+
+// Turns returns the current turn state.
+func (s *Session) Turns() TurnState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turns
+}
+
+// noteTurn updates the turn state for a pushed event; callers hold s.mu.
+func (s *Session) noteTurn(e Event) {
+	switch e.Type {
+	case TypeTurnStart:
+		var ts struct {
+			Turn int `json:"turn"`
+		}
+		if json.Unmarshal(e.Data, &ts) == nil {
+			s.turns = TurnState{Last: ts.Turn, Open: true}
+		}
+	case TypeTurnEnd:
+		s.turns.Open = false
+	}
+}
+
 func (s *Session) append(ctx context.Context, typ string, data any, op *SurfaceOp, sources []int64) (Event, error) {
+	return s.appendCond(ctx, nil, typ, data, op, sources)
+}
+
+func (s *Session) appendCond(ctx context.Context, cond func(TurnState) bool, typ string, data any, op *SurfaceOp, sources []int64) (Event, error) {
 	raw, err := encode(typ, data)
 	if err != nil {
 		return Event{}, err
@@ -185,8 +237,13 @@ func (s *Session) append(ctx context.Context, typ string, data any, op *SurfaceO
 		ev.SourceEventSeqs = append([]int64(nil), sources...)
 	}
 	s.mu.Lock()
+	if cond != nil && !cond(s.turns) {
+		s.mu.Unlock()
+		return Event{}, ErrCondition
+	}
 	ev.Seq = int64(len(s.events))
 	s.events = append(s.events, ev)
+	s.noteTurn(ev)
 	if s.notify == nil {
 		s.mu.Unlock()
 		return ev, nil
@@ -241,38 +298,10 @@ func (s *Session) Surface() ([]int64, error) {
 }
 
 // LastTurn returns the number of the newest turn/start, or 0.
-func (s *Session) LastTurn() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := len(s.events) - 1; i >= 0; i-- {
-		if s.events[i].Type == TypeTurnStart {
-			ts, err := Decode[TurnStart](s.events[i])
-			if err == nil {
-				return ts.Turn
-			}
-		}
-	}
-	return 0
-}
+func (s *Session) LastTurn() int { return s.Turns().Last }
 
 // TurnOpen reports whether the newest turn boundary is a turn/start.
-func (s *Session) TurnOpen() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return turnOpen(s.events)
-}
-
-func turnOpen(events []Event) bool {
-	for i := len(events) - 1; i >= 0; i-- {
-		switch events[i].Type {
-		case TypeTurnStart:
-			return true
-		case TypeTurnEnd:
-			return false
-		}
-	}
-	return false
-}
+func (s *Session) TurnOpen() bool { return s.Turns().Open }
 
 // HasTurnStart reports whether a turn/start for turn exists in the log.
 func (s *Session) HasTurnStart(turn int) bool {
