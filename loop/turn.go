@@ -380,7 +380,7 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 			if finished {
 				return stepOutcome{}, errChunkAfterFinish
 			}
-			ev, err := a.sess.Append(t.bg, session.TypeAssistantChunk, session.AssistantChunk{Turn: t.turn, Step: t.step, Chunk: c})
+			ev, err := a.sess.AppendChunk(t.bg, t.turn, t.step, c)
 			if err != nil {
 				return stepOutcome{}, err
 			}

@@ -22,9 +22,6 @@ type deriver struct {
 	out       []llm.Message
 	dirty     bool
 	err       error
-	// rewrites maps a call id to its effective arguments when a pre-execute
-	// decision rewrote them, so the history shows what ran.
-	rewrites map[llm.CallID]string
 }
 
 func (d *deriver) messages(events []Event) ([]llm.Message, error) {
@@ -106,10 +103,10 @@ func (d *deriver) noteRewrite(e Event) error {
 	if tc.OriginalArguments == nil {
 		return nil
 	}
-	if d.rewrites == nil {
-		d.rewrites = map[llm.CallID]string{}
-	}
-	d.rewrites[tc.CallID] = tc.Arguments
+	// A tool/call always follows the assistant message that issued it, so
+	// the newest assistant node with this id is the one to patch. Nothing
+	// is remembered for later messages: models may reuse a call id in a
+	// later step, and that call was not rewritten.
 	for i := len(d.nodes) - 1; i >= 0; i-- {
 		n := &d.nodes[i]
 		if !n.has || n.msg.Role != llm.RoleAssistant {
@@ -128,7 +125,50 @@ func (d *deriver) noteRewrite(e Event) error {
 	return nil
 }
 
+// typedMessage derives the message of a live surface append from its typed
+// payload (deep-copied); nil when the payload is not a known type.
+func typedMessage(typ string, data any) *llm.Message {
+	var m llm.Message
+	switch v := data.(type) {
+	case Prompt:
+		switch typ {
+		case TypeUserMessage:
+			m = llm.Message{Role: llm.RoleUser, Content: llm.CloneBlocks(v.Content)}
+		case TypeContextMessage:
+			m = envelope("context", v.Source, llm.CloneBlocks(v.Content))
+		default:
+			return nil
+		}
+	case AssistantMessage:
+		if typ != TypeAssistantMessage {
+			return nil
+		}
+		m = llm.Message{Role: llm.RoleAssistant, Content: llm.CloneBlocks(v.Content)}
+	case ToolResult:
+		if typ != TypeToolResult {
+			return nil
+		}
+		content := llm.CloneBlocks(v.Content)
+		if content == nil {
+			content = []llm.Block{}
+		}
+		m = llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockToolResult, ToolCallID: v.CallID, Content: content, IsError: v.IsError}}}
+	case Steering:
+		if typ != TypeSteeringMessage {
+			return nil
+		}
+		m = envelope("steering", v.Source, llm.CloneBlocks(v.Content))
+	default:
+		return nil
+	}
+	return &m
+}
+
 func (d *deriver) derive(e Event) (llm.Message, bool, error) {
+	if e.msg != nil {
+		m := *e.msg
+		return m, m.Role != llm.RoleAssistant || len(m.Content) > 0, nil
+	}
 	switch e.Type {
 	case TypeUserMessage:
 		p, err := Decode[Prompt](e)
@@ -137,15 +177,6 @@ func (d *deriver) derive(e Event) (llm.Message, bool, error) {
 		a, err := Decode[AssistantMessage](e)
 		if err != nil {
 			return llm.Message{}, false, err
-		}
-		if d.rewrites != nil {
-			for k, b := range a.Content {
-				if b.Type == llm.BlockToolCall {
-					if args, ok := d.rewrites[b.ID]; ok {
-						a.Content[k].Arguments = args
-					}
-				}
-			}
 		}
 		return llm.Message{Role: llm.RoleAssistant, Content: a.Content}, len(a.Content) > 0, nil
 	case TypeToolResult:

@@ -76,6 +76,11 @@ type Event struct {
 	Data            json.RawMessage `json:"data"`
 	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`
 	SurfaceOp       *SurfaceOp      `json:"surfaceOp,omitempty"`
+
+	// msg caches the derived message of a surface event appended live, so
+	// derivation need not decode what was just encoded. It is a private
+	// deep copy, never exposed.
+	msg *llm.Message
 }
 
 // Clone deep-copies the event.
@@ -310,4 +315,15 @@ type TodoItem struct {
 	Content    string `json:"content"`
 	Status     string `json:"status"`
 	ActiveForm string `json:"activeForm,omitempty"`
+}
+
+// AppendJSON encodes the hot-path chunk payload without reflection.
+func (c AssistantChunk) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"turn":`...)
+	dst = strconv.AppendInt(dst, int64(c.Turn), 10)
+	dst = append(dst, `,"step":`...)
+	dst = strconv.AppendInt(dst, int64(c.Step), 10)
+	dst = append(dst, `,"chunk":`...)
+	dst = c.Chunk.AppendJSON(dst)
+	return append(dst, '}')
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 )
 
@@ -158,6 +160,13 @@ func (s *Session) Append(ctx context.Context, typ string, data any) (Event, erro
 	return s.append(ctx, typ, data, nil, nil)
 }
 
+// AppendChunk records one streamed chunk (assistant/chunk). It is the
+// hottest append of all, so it encodes without reflection or boxing.
+func (s *Session) AppendChunk(ctx context.Context, turn, step int, c llm.Chunk) (Event, error) {
+	p := AssistantChunk{Turn: turn, Step: step, Chunk: c}
+	return s.appendRaw(ctx, nil, TypeAssistantChunk, p.AppendJSON(make([]byte, 0, 96+len(c.Text)+len(c.ArgsDelta))), nil, nil, nil)
+}
+
 // AppendSurface records a surface event with its op and provenance.
 func (s *Session) AppendSurface(ctx context.Context, typ string, data any, op SurfaceOp, sources []int64) (Event, error) {
 	if !SurfaceEligible(typ) {
@@ -173,6 +182,8 @@ func (s *Session) AppendSurface(ctx context.Context, typ string, data any, op Su
 // (NaN, infinities, channels, functions, cycles) before anything is pushed.
 func encode(typ string, data any) (json.RawMessage, error) {
 	switch v := data.(type) {
+	case llm.JSONAppender:
+		return v.AppendJSON(make([]byte, 0, 128)), nil
 	case json.RawMessage:
 		if !json.Valid(v) {
 			return nil, fmt.Errorf("session: event %q carries non-JSON data", typ)
@@ -232,7 +243,16 @@ func (s *Session) appendCond(ctx context.Context, cond func(TurnState) bool, typ
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{Type: typ, Time: s.clock().UnixMilli(), Data: raw, SurfaceOp: op}
+	var msg *llm.Message
+	if op != nil {
+		msg = typedMessage(typ, data)
+	}
+	return s.appendRaw(ctx, cond, typ, raw, op, sources, msg)
+}
+
+// appendRaw pushes an encoded event and delivers notifications.
+func (s *Session) appendRaw(ctx context.Context, cond func(TurnState) bool, typ string, raw json.RawMessage, op *SurfaceOp, sources []int64, msg *llm.Message) (Event, error) {
+	ev := Event{Type: typ, Time: s.clock().UnixMilli(), Data: raw, SurfaceOp: op, msg: msg}
 	if sources != nil {
 		ev.SourceEventSeqs = append([]int64(nil), sources...)
 	}
@@ -242,6 +262,13 @@ func (s *Session) appendCond(ctx context.Context, cond func(TurnState) bool, typ
 		return Event{}, ErrCondition
 	}
 	ev.Seq = int64(len(s.events))
+	if len(s.events) == cap(s.events) {
+		// Double explicitly: append grows large slices by 1.25x, which
+		// copies each event about five times over a long session.
+		grown := make([]Event, len(s.events), max(64, 2*cap(s.events)))
+		copy(grown, s.events)
+		s.events = grown
+	}
 	s.events = append(s.events, ev)
 	s.noteTurn(ev)
 	if s.notify == nil {
@@ -255,10 +282,9 @@ func (s *Session) appendCond(ctx context.Context, cond func(TurnState) bool, typ
 	}
 	s.delivering = true
 	var first error
-	for len(s.queue) > 0 {
-		next := s.queue[0]
-		s.queue[0] = Event{}
-		s.queue = s.queue[1:]
+	for i := 0; i < len(s.queue); i++ {
+		next := s.queue[i]
+		s.queue[i] = Event{}
 		n := s.notify
 		s.mu.Unlock()
 		if n != nil {
@@ -272,6 +298,18 @@ func (s *Session) appendCond(ctx context.Context, cond func(TurnState) bool, typ
 	s.delivering = false
 	s.mu.Unlock()
 	return ev, first
+}
+
+// deliver calls n, turning a panic into an error: a panic escaping the
+// delivery loop would leave the session marked as delivering, and every
+// later append would be queued for a deliverer that no longer exists.
+func deliver(ctx context.Context, n Notifier, s *Session, e Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &kernel.PanicError{Point: "session/notify", Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return n(ctx, s, e)
 }
 
 // Messages derives the model history. The returned slice and the messages

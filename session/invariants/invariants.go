@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -267,5 +268,29 @@ func Install(scope *kernel.Scope, st *session.Store) error {
 			trackers[a.Session] = t
 		}
 		return t.Check(a.Event)
+	}, kernel.Prepend(), kernel.Named("invariants")))
+}
+
+// InstallStatus checks every agent/status notification on status: the first
+// one seen for an agent is its baseline, every later one must change the
+// status, and disposed is terminal. Front-ends drive their busy indicators
+// and teardown from these notifications, so a repeated or resurrected status
+// is a loop bug. Agents are told apart by identity, not id: an id may be
+// reused by a new agent after the old one was disposed.
+func InstallStatus(scope *kernel.Scope, status *kernel.Signal[agent.StatusChange]) error {
+	var mu sync.Mutex
+	last := map[agent.Agent]agent.Status{}
+	return scope.Add(status.Listen(func(_ context.Context, c agent.StatusChange) error {
+		mu.Lock()
+		defer mu.Unlock()
+		prev, seen := last[c.Agent]
+		switch {
+		case seen && prev == c.Status:
+			return violation("agent/status repeated %s (no-op transition)", c.Status)
+		case seen && prev == agent.Disposed:
+			return violation("agent/status left terminal state disposed → %s", c.Status)
+		}
+		last[c.Agent] = c.Status
+		return nil
 	}, kernel.Prepend(), kernel.Named("invariants")))
 }

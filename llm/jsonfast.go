@@ -1,0 +1,108 @@
+package llm
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// JSONAppender is implemented by hot-path values that encode themselves
+// without reflection. Their output is valid JSON by construction, equal to
+// what encoding/json would produce for the same value.
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s as a JSON string, escaping like encoding/json
+// (invalid UTF-8 becomes U+FFFD; <, >, & and U+2028/2029 are escaped).
+func AppendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendJSON encodes the chunk in its wire shape (see MarshalJSON).
+func (c Chunk) AppendJSON(dst []byte) []byte {
+	switch c.Type {
+	case ChunkTextDelta, ChunkReasoningDelta:
+		dst = append(dst, `{"type":"`...)
+		dst = append(dst, c.Type...)
+		dst = append(dst, `","index":`...)
+		dst = strconv.AppendInt(dst, int64(c.Index), 10)
+		dst = append(dst, `,"text":`...)
+		dst = AppendJSONString(dst, c.Text)
+		if c.Signature != "" {
+			dst = append(dst, `,"signature":`...)
+			dst = AppendJSONString(dst, c.Signature)
+		}
+		return append(dst, '}')
+	case ChunkToolCallDelta:
+		dst = append(dst, `{"type":"tool-call-delta","index":`...)
+		dst = strconv.AppendInt(dst, int64(c.Index), 10)
+		dst = append(dst, `,"id":`...)
+		dst = AppendJSONString(dst, string(c.ID))
+		if c.Name != "" {
+			dst = append(dst, `,"name":`...)
+			dst = AppendJSONString(dst, c.Name)
+		}
+		dst = append(dst, `,"argumentsDelta":`...)
+		dst = AppendJSONString(dst, c.ArgsDelta)
+		return append(dst, '}')
+	case ChunkBlockStart:
+		dst = append(dst, `{"type":"block-start","index":`...)
+		dst = strconv.AppendInt(dst, int64(c.Index), 10)
+		dst = append(dst, `,"blockType":`...)
+		dst = AppendJSONString(dst, string(c.BlockType))
+		return append(dst, '}')
+	}
+	b, err := c.MarshalJSON()
+	if err != nil {
+		// Only a block-end without a block fails; encode it as null block
+		// so the log stays valid JSON and the assembler reports it.
+		return append(dst, `{"type":"block-end","index":0,"block":null}`...)
+	}
+	return append(dst, b...)
+}
