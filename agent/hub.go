@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 )
@@ -120,31 +118,3 @@ func NewHub() *Hub {
 		Error:        kernel.NewSignal[ErrorNote]("agent/error"),
 	}
 }
-
-// Points lists every point of the hub by name, for the generated catalog.
-func (h *Hub) Points() []PointInfo {
-	return []PointInfo{
-		{"agent/created", "signal", "Agent", ""},
-		{"agent/disposed", "signal", "Agent", ""},
-		{"agent/status", "signal", "StatusChange", ""},
-		{"agent/queued", "signal", "Queued", ""},
-		{"agent/session-start", "signal", "SessionStart", ""},
-		{"agent/pre-step", "serial", "PreStep", ""},
-		{"agent/prompt-submit", "chain", "PromptInput", "PromptDecision"},
-		{"agent/request", "chain", "RequestInput", "*llm.Request"},
-		{"agent/step-result", "chain", "StepResult", "llm.Message"},
-		{"agent/turn-continuation", "chain", "ContinuationInput", "ContinuationDecision"},
-		{"agent/steering", "signal", "SteeringNote", ""},
-		{"agent/error", "signal", "ErrorNote", ""},
-	}
-}
-
-// PointInfo describes an interception point for documentation.
-type PointInfo struct {
-	Name     string
-	Mode     string
-	Input    string
-	Decision string
-}
-
-var _ = context.Background

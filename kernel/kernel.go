@@ -285,3 +285,35 @@ func (s *Signal[T]) EmitAll(ctx context.Context, v T) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Point is implemented by every interception point, so tools (the generated
+// catalog, diagnostics) can list them.
+type Point interface {
+	PointName() string
+	PointMode() string
+	Len() int
+}
+
+// PointName returns the chain's name.
+func (c *Chain[In, Out]) PointName() string { return c.l.name }
+
+// PointMode returns "chain".
+func (c *Chain[In, Out]) PointMode() string { return "chain" }
+
+// PointName returns the point's name.
+func (s *Serial[T]) PointName() string { return s.l.name }
+
+// PointMode returns "serial".
+func (s *Serial[T]) PointMode() string { return "serial" }
+
+// PointName returns the point's name.
+func (p *Parallel[T]) PointName() string { return p.l.name }
+
+// PointMode returns "parallel".
+func (p *Parallel[T]) PointMode() string { return "parallel" }
+
+// PointName returns the signal's name.
+func (s *Signal[T]) PointName() string { return s.l.name }
+
+// PointMode returns "signal".
+func (s *Signal[T]) PointMode() string { return "signal" }

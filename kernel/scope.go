@@ -92,8 +92,9 @@ func (s *Scope) Close() error {
 
 // Effect runs fn with a recorder for disposers. If fn fails, the disposers it
 // recorded so far run in reverse order (rollback) and fn's error is returned;
-// otherwise they are moved into s. This is the "mutate, record rollback, then
-// notify" pattern: a failing notification undoes the mutation.
+// otherwise they move into s as one entry that runs them in reverse order.
+// This is the "mutate, record rollback, then notify" pattern: a failing
+// notification undoes the mutation.
 func (s *Scope) Effect(fn func(record func(dispose func() error)) error) (err error) {
 	var recorded []func() error
 	defer func() {
@@ -101,18 +102,28 @@ func (s *Scope) Effect(fn func(record func(dispose func() error)) error) (err er
 			err = &PanicError{Point: "effect", Value: r, Stack: debug.Stack()}
 		}
 		if err != nil {
-			for i := len(recorded) - 1; i >= 0; i-- {
-				_ = safeDispose(recorded[i])
-			}
+			_ = undo(recorded)
 			return
 		}
-		for _, d := range recorded {
-			if derr := s.Defer(d); derr != nil {
-				err = derr
-			}
+		if len(recorded) > 0 {
+			// One entry, not one per disposer: an effect's disposers are a
+			// single LIFO chain even when the scope closed meanwhile and
+			// Defer runs them at once.
+			err = s.Defer(func() error { return undo(recorded) })
 		}
 	}()
 	return fn(func(d func() error) { recorded = append(recorded, d) })
+}
+
+// undo runs ds in reverse order and joins their errors.
+func undo(ds []func() error) error {
+	var errs []error
+	for i := len(ds) - 1; i >= 0; i-- {
+		if err := safeDispose(ds[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func safeDispose(d func() error) (err error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
 )
 
@@ -24,6 +25,9 @@ type loopAgent struct {
 	opts  agent.Options
 	sess  *session.Session
 	scope *kernel.Scope
+	// prompt is this agent's view of the system prompt: the shared sections
+	// plus its own (the AGENTS.md of its working directory).
+	prompt *prompt.Builder
 
 	ctx    context.Context // cancelled (cause: disposed) by stop
 	cancel context.CancelCauseFunc
@@ -46,8 +50,13 @@ var errDisposedCause = errors.New("disposed")
 
 func newAgent(l *Loop, id agent.ID, opts agent.Options, s *session.Session) *loopAgent {
 	ctx, cancel := context.WithCancelCause(context.Background())
+	pb := l.d.Prompt.Child()
+	if cwd := s.Cwd(); cwd != "" {
+		pb.Section(prompt.AgentsMD(cwd, 900))
+	}
 	return &loopAgent{
-		l: l, id: id, opts: opts, sess: s,
+		prompt: pb,
+		l:      l, id: id, opts: opts, sess: s,
 		scope:      kernel.NewScope("agent " + string(id)),
 		ctx:        ctx,
 		cancel:     cancel,

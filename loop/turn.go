@@ -148,7 +148,7 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 				return err
 			}
 			t.lastDrained = false
-			asm, err := a.l.d.Prompt.Build(a.ctx)
+			asm, err := a.prompt.Build(a.ctx)
 			if err != nil {
 				return err
 			}
