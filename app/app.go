@@ -1,0 +1,295 @@
+// Package app composes dsh's terminal and headless application: the core
+// spine, the JSONL session store under $DSH_HOME, the model adapters from
+// settings (or the offline demo model), the workspace tools and the base
+// system prompt. Front-ends (the terminal UI, headless mode, the ACP
+// server) drive agents created here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/bash/local"
+	"github.com/dshq/dsh/core"
+	fslocal "github.com/dshq/dsh/fs/local"
+	"github.com/dshq/dsh/fs/policy"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/llm/providers"
+	"github.com/dshq/dsh/prompt"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
+	"github.com/dshq/dsh/store"
+	"github.com/dshq/dsh/store/jsonl"
+	"github.com/dshq/dsh/tool"
+	"github.com/dshq/dsh/tools/bashtool"
+	"github.com/dshq/dsh/tools/fstool"
+	// searchtool: added when it lands
+	// todo: added when it lands
+)
+
+// Options configure an app.
+type Options struct {
+	Home     string // $DSH_HOME
+	Cwd      string // absolute working directory
+	Settings settings.Settings
+	Env      func(string) string
+	// HTTPClient for model adapters (tests pass a loopback client).
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	// Model is --model; empty uses settings, $DSH_MODEL, then the first
+	// configured provider, then the offline demo.
+	Model              string
+	AllowedTools       []string
+	DisallowedTools    []string
+	AppendSystemPrompt string
+	MaxTurns           int
+	AddDirs            []string
+	Now                func() time.Time
+	// NoSync skips fsync (tests, benchmarks).
+	NoSync bool
+	// Invariants enables the live contract checker.
+	Invariants bool
+}
+
+// App is a composed application.
+type App struct {
+	Host  *core.Host
+	Store *store.Coordinator
+	// Model is the resolved model reference; Demo says it is the offline
+	// demo because no provider is configured.
+	Model string
+	Demo  bool
+	opts  Options
+	exec  *local.Executor
+}
+
+// ErrNoModel is returned when a model was named but nothing serves it.
+var ErrNoModel = errors.New("app: unknown model")
+
+// New builds the app.
+func New(ctx context.Context, o Options) (*App, error) {
+	if o.Env == nil {
+		o.Env = os.Getenv
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if !filepath.IsAbs(o.Cwd) {
+		return nil, fmt.Errorf("app: working directory must be absolute, got %q", o.Cwd)
+	}
+	h, err := core.New(core.Options{Logger: o.Logger, Clock: o.Now, Invariants: o.Invariants})
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Host: h, opts: o}
+	fail := func(err error) (*App, error) {
+		_ = h.Close(ctx)
+		return nil, err
+	}
+	// Sessions.
+	backend, err := jsonl.Open(filepath.Join(o.Home, "sessions"), jsonl.Options{NoSync: o.NoSync})
+	if err != nil {
+		return fail(fmt.Errorf("app: opening the session store: %w", err))
+	}
+	coord, err := store.Attach(h.Scope, h.Sessions, backend, store.Options{Logf: func(f string, args ...any) {
+		o.Logger.Warn(fmt.Sprintf(f, args...))
+	}})
+	if err != nil {
+		return fail(err)
+	}
+	a.Store = coord
+	_ = h.Scope.Add(h.Agents.SetLoader(coord))
+	// Models.
+	if err := a.installModels(ctx); err != nil {
+		return fail(err)
+	}
+	// Tools.
+	if err := a.installTools(); err != nil {
+		return fail(err)
+	}
+	// Prompt.
+	_ = h.Scope.Add(h.Prompt.Section(prompt.Section{Name: "identity", Order: 0, Text: identity}))
+	_ = h.Scope.Add(h.Prompt.Section(prompt.Section{Name: "environment", Order: 10, Dynamic: func(context.Context) string {
+		return fmt.Sprintf("Environment: working directory %s; platform %s/%s; today is %s.",
+			o.Cwd, runtime.GOOS, runtime.GOARCH, o.Now().Format("2006-01-02"))
+	}}))
+	return a, nil
+}
+
+const identity = `You are dsh, a coding agent working in the user's repository through tools.
+Work in small verified steps: read before you edit, run the tests or the command that proves a change, and say plainly what you did not do.
+Prefer the dedicated tools (read, edit, write, glob, grep, ls) over shell equivalents; use bash for builds, tests and git.
+Keep answers short; use Markdown for code.`
+
+func (a *App) installModels(ctx context.Context) error {
+	h, o := a.Host, a.opts
+	cfg := o.Settings.ProvidersConfig()
+	dispose, err := providers.Install(h.LLM, cfg, o.Env, o.HTTPClient)
+	if err != nil {
+		return fmt.Errorf("app: model providers: %w", err)
+	}
+	_ = h.Scope.Add(dispose)
+	if d, err := h.LLM.Register(demo.Models(), demo.Adapter{}); err == nil {
+		_ = h.Scope.Add(d)
+		h.LLM.Alias("demo", demo.ModelID)
+	}
+	model := o.Model
+	if model == "" {
+		model = providers.DefaultModel(cfg, o.Env)
+	}
+	if model == "" {
+		a.Model, a.Demo = demo.ModelID, true
+		return nil
+	}
+	id, _, ok := h.LLM.Resolve(model)
+	if !ok {
+		var names []string
+		for _, m := range h.LLM.Models() {
+			names = append(names, m.ID)
+		}
+		return fmt.Errorf("%w %q; available: %s (configure providers in settings, or set an API key such as DEEPSEEK_API_KEY)", ErrNoModel, model, strings.Join(names, ", "))
+	}
+	a.Model = id
+	a.Demo = id == demo.ModelID
+	return nil
+}
+
+func (a *App) installTools() error {
+	h, o := a.Host, a.opts
+	exec, err := local.New(local.Config{Logger: o.Logger})
+	if err != nil {
+		return fmt.Errorf("app: bash executor: %w", err)
+	}
+	a.exec = exec
+	_ = h.Scope.Defer(exec.Close)
+	fsp, err := fslocal.New(fslocal.Options{Cwd: o.Cwd})
+	if err != nil {
+		return fmt.Errorf("app: filesystem: %w", err)
+	}
+	tracker := policy.New()
+	var tools []tool.Tool
+	tools = append(tools, bashtool.Tools(exec, bashtool.Options{Logger: o.Logger})...)
+	tools = append(tools, fstool.Tools(fsp, tracker, fstool.Options{})...)
+	// tools = append(tools, searchtool.Tools(searchtool.Options{})...)
+	// tools = append(tools, todo.Tools()...)
+	return h.Tools.RegisterAll(h.Scope, tools...)
+}
+
+// AgentOptions are the per-agent options from flags and settings.
+func (a *App) AgentOptions(approver tool.Approver) agent.Options {
+	o := a.opts
+	opts := agent.Options{
+		Model:        a.Model,
+		SystemPrompt: joinNonEmpty(o.Settings.SystemPrompt, o.AppendSystemPrompt),
+		Approver:     approver,
+		MaxSteps:     o.Settings.MaxSteps,
+	}
+	if o.MaxTurns > 0 {
+		opts.MaxSteps = o.MaxTurns
+	}
+	if len(o.AllowedTools) > 0 || len(o.DisallowedTools) > 0 {
+		allowed, denied := toolNames(o.AllowedTools), toolNames(o.DisallowedTools)
+		opts.Tools = func(i tool.Info) bool {
+			if slices.Contains(denied, i.Name) {
+				return false
+			}
+			return len(allowed) == 0 || slices.Contains(allowed, i.Name)
+		}
+	}
+	return opts
+}
+
+// toolNames accepts dsh names and Claude Code names ("Bash", "Read") and
+// ignores rule arguments ("Bash(git:*)" names the bash tool).
+func toolNames(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if i := strings.IndexByte(part, '('); i >= 0 {
+				part = part[:i]
+			}
+			out = append(out, canonicalTool(part))
+		}
+	}
+	return out
+}
+
+var claudeNames = map[string]string{
+	"Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit",
+	"Glob": "glob", "Grep": "grep", "LS": "ls", "TodoWrite": "todo_write",
+	"WebFetch": "web_fetch", "WebSearch": "web_search", "BashOutput": "bash_output", "KillShell": "bash_kill",
+}
+
+func canonicalTool(n string) string {
+	if c, ok := claudeNames[n]; ok {
+		return c
+	}
+	return n
+}
+
+func joinNonEmpty(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// Start creates an agent on a new session in the app's working directory.
+func (a *App) Start(ctx context.Context, approver tool.Approver) (*agent.Handle, error) {
+	return a.Host.Agents.Create(ctx, agent.CreateOptions{
+		AgentID: agent.ID("main-" + fmt.Sprint(a.opts.Now().UnixNano())),
+		Header:  session.Header{Cwd: a.opts.Cwd},
+		Options: a.AgentOptions(approver),
+	})
+}
+
+// Resume continues a stored session.
+func (a *App) Resume(ctx context.Context, id session.ID, approver tool.Approver) (*agent.Handle, error) {
+	return a.Host.Agents.Resume(ctx, agent.ResumeOptions{
+		AgentID:   agent.ID("main-" + fmt.Sprint(a.opts.Now().UnixNano())),
+		SessionID: id,
+		Options:   a.AgentOptions(approver),
+	})
+}
+
+// Latest returns the most recently active session of the working directory.
+func (a *App) Latest(ctx context.Context) (session.ID, error) {
+	infos, err := a.Store.List(ctx, store.Query{Cwd: a.opts.Cwd})
+	if err != nil {
+		return "", err
+	}
+	if len(infos) == 0 {
+		return "", fmt.Errorf("app: no session to continue in %s", a.opts.Cwd)
+	}
+	best := infos[0]
+	for _, in := range infos[1:] {
+		if in.LastActivity > best.LastActivity {
+			best = in
+		}
+	}
+	return best.Header.ID, nil
+}
+
+// Close disposes agents, drains the store and stops background processes.
+func (a *App) Close(ctx context.Context) error { return a.Host.Close(ctx) }
+
+var _ = kernel.ErrStop
+var _ = llm.CodeAuth

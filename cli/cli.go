@@ -1,0 +1,284 @@
+// Package cli is the dsh command line: flags named as Claude Code users
+// expect, settings and state discovery, headless mode, session commands,
+// and the interactive terminal front-end. cmd/dsh only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
+)
+
+// Version is set at build time with -ldflags "-X github.com/dshq/dsh/cli.Version=…".
+var Version = "0.1.0-dev"
+
+// IO is the process's standard streams and environment.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+	Env      func(string) string
+	// Interactive reports whether In and Out are a terminal.
+	Interactive bool
+}
+
+// ExitError carries an exit code and a one-line message.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+func usageErr(format string, args ...any) error {
+	return &ExitError{Code: app.ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// flags are the root command's flags.
+type flags struct {
+	print              bool
+	outputFormat       string
+	model              string
+	cont               bool
+	resume             string
+	permissionMode     string
+	allowedTools       []string
+	disallowedTools    []string
+	appendSystemPrompt string
+	maxTurns           int
+	settingsFile       string
+	addDirs            []string
+	verbose            bool
+}
+
+// Main runs dsh and returns the process exit code.
+func Main(args []string, stdio IO) int {
+	if stdio.Env == nil {
+		stdio.Env = os.Getenv
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := newRoot(stdio)
+	cmd.SetArgs(args)
+	cmd.SetIn(stdio.In)
+	cmd.SetOut(stdio.Out)
+	cmd.SetErr(stdio.Err)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	code := app.ExitError
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		code = ee.Code
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(stdio.Err, "dsh: "+msg)
+	}
+	return code
+}
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+func newRoot(stdio IO) *cobra.Command {
+	var f flags
+	root := &cobra.Command{
+		Use:   "dsh [prompt]",
+		Short: "dsh — a plugin-based coding agent",
+		Long: `dsh runs an LLM coding agent in the current directory.
+
+  dsh                     start the interactive agent
+  dsh -p "fix the tests"  run one prompt headless and print the answer
+  dsh sessions            list saved sessions
+  dsh acp                 serve the Agent Client Protocol on stdio (editors)`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRoot(cmd.Context(), stdio, f, args)
+		},
+	}
+	fl := root.Flags()
+	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless, print the result and exit (prompt from arguments or stdin)")
+	fl.StringVar(&f.outputFormat, "output-format", "text", "headless output: text, json or stream-json")
+	fl.StringVar(&f.model, "model", "", "model reference, provider/model (e.g. deepseek/deepseek-chat) or an alias")
+	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
+	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id")
+	fl.StringVar(&f.permissionMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
+	fl.StringSliceVar(&f.allowedTools, "allowedTools", nil, "tools the agent may see (e.g. \"Read,Bash(git:*)\")")
+	fl.StringSliceVar(&f.disallowedTools, "disallowedTools", nil, "tools hidden from the agent")
+	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model calls in a turn (headless)")
+	fl.StringVar(&f.settingsFile, "settings", "", "an extra settings file, applied last")
+	fl.StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories the tools may use")
+	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
+	root.AddCommand(newSessionsCmd(stdio), newVersionCmd(stdio))
+	for _, c := range extraCommands {
+		root.AddCommand(c(stdio))
+	}
+	return root
+}
+
+// extraCommands lets other files (acp) add subcommands.
+var extraCommands []func(IO) *cobra.Command
+
+func home(env func(string) string) (string, error) {
+	if h := env("DSH_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the home directory (set DSH_HOME): %w", err)
+	}
+	return filepath.Join(u, ".dsh"), nil
+}
+
+// logger writes to $DSH_HOME/logs/dsh.log: never to stdout, never
+// interleaved with the UI.
+func logger(dir string, verbose bool) (*slog.Logger, func(), error) {
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("creating the log directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "logs", "dsh.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the log file: %w", err)
+	}
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
+}
+
+// setup loads settings and builds the app.
+func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
+	h, err := home(stdio.Env)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, nil, usageErr("cannot read the working directory: %v", err)
+	}
+	s, _, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: f.settingsFile})
+	if err != nil {
+		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
+	}
+	if f.permissionMode != "" && !contains(settings.Modes, f.permissionMode) {
+		return nil, nil, usageErr("unknown --permission-mode %q (want one of %s)", f.permissionMode, strings.Join(settings.Modes, ", "))
+	}
+	log, closeLog, err := logger(h, f.verbose)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	var addDirs []string
+	for _, d := range f.addDirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			closeLog()
+			return nil, nil, usageErr("--add-dir %s: %v", d, err)
+		}
+		addDirs = append(addDirs, abs)
+	}
+	a, err := app.New(ctx, app.Options{
+		Home: h, Cwd: cwd, Settings: s, Env: stdio.Env, Logger: log,
+		Model: f.model, AllowedTools: f.allowedTools, DisallowedTools: f.disallowedTools,
+		AppendSystemPrompt: f.appendSystemPrompt, MaxTurns: f.maxTurns, AddDirs: addDirs,
+	})
+	if err != nil {
+		closeLog()
+		if errors.Is(err, app.ErrNoModel) {
+			return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "app: "))
+		}
+		return nil, nil, err
+	}
+	return a, func() {
+		_ = a.Close(context.Background())
+		closeLog()
+	}, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
+	if f.cont && f.resume != "" {
+		return usageErr("--continue and --resume cannot be used together")
+	}
+	a, done, err := setup(ctx, stdio, f)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var resume session.ID
+	switch {
+	case f.resume != "":
+		resume = session.ID(f.resume)
+	case f.cont:
+		id, err := a.Latest(ctx)
+		if err != nil {
+			return &ExitError{Code: app.ExitUsage, Err: errors.New(strings.TrimPrefix(err.Error(), "app: "))}
+		}
+		resume = id
+	}
+	if f.print {
+		prompt := strings.Join(args, " ")
+		if strings.TrimSpace(prompt) == "" {
+			b, err := io.ReadAll(stdio.In)
+			if err != nil {
+				return usageErr("reading the prompt from stdin: %v", err)
+			}
+			prompt = string(b)
+		}
+		if strings.TrimSpace(prompt) == "" {
+			return usageErr("no prompt: pass it as an argument or on stdin")
+		}
+		if a.Demo && f.model == "" {
+			return usageErr("no model is configured: set DEEPSEEK_API_KEY, ANTHROPIC_API_KEY or OPENAI_API_KEY, pick one with --model provider/model, or run the offline demo with --model demo")
+		}
+		code, err := a.RunHeadless(ctx, app.HeadlessOptions{Prompt: prompt, Format: f.outputFormat, Out: stdio.Out, Resume: resume})
+		if err != nil || code != 0 {
+			if err == nil {
+				err = errors.New("")
+			}
+			return &ExitError{Code: code, Err: err}
+		}
+		return nil
+	}
+	if !stdio.Interactive {
+		return usageErr("not a terminal: use -p for headless mode (dsh -p \"prompt\")")
+	}
+	return runInteractive(ctx, stdio, a, resume, strings.Join(args, " "))
+}
+
+func newVersionCmd(stdio IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print dsh's version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(stdio.Out, "dsh %s\n", Version)
+		},
+	}
+}

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
+	"github.com/dshq/dsh/store/jsonl"
+)
+
+// openStore opens the session store alone: listing and reading sessions
+// needs no model, tools or settings.
+func openStore(stdio IO) (*store.Coordinator, func(), error) {
+	h, err := home(stdio.Env)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	b, err := jsonl.Open(filepath.Join(h, "sessions"), jsonl.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	scope := kernel.NewScope("sessions")
+	c, err := store.Attach(scope, session.NewStore(nil), b, store.Options{})
+	if err != nil {
+		_ = scope.Close()
+		return nil, nil, err
+	}
+	return c, func() { _ = scope.Close() }, nil
+}
+
+func newSessionsCmd(stdio IO) *cobra.Command {
+	var here bool
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "list saved sessions (newest first)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, done, err := openStore(stdio)
+			if err != nil {
+				return err
+			}
+			defer done()
+			q := store.Query{}
+			if here {
+				if q.Cwd, err = os.Getwd(); err != nil {
+					return err
+				}
+			}
+			infos, err := c.List(cmd.Context(), q)
+			if err != nil {
+				return err
+			}
+			sortInfos(infos)
+			if asJSON {
+				return json.NewEncoder(stdio.Out).Encode(infos)
+			}
+			if len(infos) == 0 {
+				fmt.Fprintln(stdio.Out, "no sessions yet")
+				return nil
+			}
+			w := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tLAST ACTIVITY\tTURNS\tCWD\tTITLE")
+			for _, in := range infos {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", in.Header.ID, time.UnixMilli(in.LastActivity).Format("2006-01-02 15:04"), in.Turns, in.Header.Cwd, in.Title)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&here, "here", false, "only sessions of the current directory")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "show ID",
+		Short: "print a readable transcript of a session",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := openStore(stdio)
+			if err != nil {
+				return err
+			}
+			defer done()
+			h, events, err := c.Read(cmd.Context(), session.ID(args[0]))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Out, "session %s  (%s, created %s)\n\n", h.ID, h.Cwd, time.UnixMilli(h.CreatedAt).Format(time.RFC3339))
+			Transcript(stdio.Out, events)
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "export ID",
+		Short: "write the raw session log (JSONL: header line, then one event per line)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := openStore(stdio)
+			if err != nil {
+				return err
+			}
+			defer done()
+			h, events, err := c.Read(cmd.Context(), session.ID(args[0]))
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(stdio.Out)
+			if err := enc.Encode(struct {
+				Type string `json:"type"`
+				session.Header
+			}{"session", h}); err != nil {
+				return err
+			}
+			for _, e := range events {
+				if err := enc.Encode(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	return cmd
+}
+
+func sortInfos(infos []store.Info) {
+	for i := 1; i < len(infos); i++ {
+		for j := i; j > 0 && infos[j].LastActivity > infos[j-1].LastActivity; j-- {
+			infos[j], infos[j-1] = infos[j-1], infos[j]
+		}
+	}
+}
+
+// Transcript renders events for people.
+func Transcript(w interface{ Write([]byte) (int, error) }, events []session.Event) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	for _, e := range events {
+		switch e.Type {
+		case session.TypeUserMessage:
+			m, _ := session.Decode[session.Prompt](e)
+			p("> %s\n\n", indent(llm.TextOf(m.Content)))
+		case session.TypeAssistantMessage:
+			m, _ := session.Decode[session.AssistantMessage](e)
+			for _, b := range m.Content {
+				switch b.Type {
+				case llm.BlockText:
+					p("%s\n\n", b.Text)
+				case llm.BlockReasoning:
+					p("(thinking) %s\n\n", clip(b.Text, 200))
+				}
+			}
+		case session.TypeToolCall:
+			c, _ := session.Decode[session.ToolCall](e)
+			p("● %s %s\n", c.Name, clip(c.Arguments, 200))
+		case session.TypeToolResult:
+			r, _ := session.Decode[session.ToolResult](e)
+			mark := "⎿"
+			if r.IsError {
+				mark = "⎿ error:"
+			}
+			p("  %s %s\n\n", mark, indent(clip(llm.TextOf(r.Content), 400)))
+		case session.TypeContextMessage, session.TypeSteeringMessage:
+			m, _ := session.Decode[session.Prompt](e)
+			p("[%s] %s\n\n", e.Type, clip(llm.TextOf(m.Content), 200))
+		case "todo/write":
+			var t struct {
+				Todos []session.TodoItem `json:"todos"`
+			}
+			_ = json.Unmarshal(e.Data, &t)
+			for _, it := range t.Todos {
+				box := "[ ]"
+				switch it.Status {
+				case "completed":
+					box = "[x]"
+				case "in_progress":
+					box = "[~]"
+				}
+				p("  %s %s\n", box, it.Content)
+			}
+			p("\n")
+		case session.TypeTurnEnd:
+			te, _ := session.Decode[session.TurnEnd](e)
+			if te.Reason.Kind != session.EndCompleted {
+				p("(turn %d ended: %s %s%s)\n\n", te.Turn, te.Reason.Kind, te.Reason.Reason, te.Reason.Message)
+			}
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
+
+var _ = context.Background
