@@ -1,0 +1,270 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var dshBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dsh-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	dshBin = filepath.Join(dir, "dsh")
+	out, err := exec.Command("go", "build", "-o", dshBin, "../cmd/dsh").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building dsh: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// deepseek is a loopback server speaking DeepSeek's Chat Completions SSE.
+// Each request gets the next scripted reply; requests are recorded.
+type deepseek struct {
+	mu       sync.Mutex
+	replies  []string // each a full SSE body
+	requests []map[string]any
+}
+
+func (d *deepseek) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/chat/completions") || r.Header.Get("Authorization") != "Bearer test-key" {
+		http.Error(w, `{"error":{"message":"bad request path or key","type":"invalid_request_error"}}`, http.StatusUnauthorized)
+		return
+	}
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	d.mu.Lock()
+	d.requests = append(d.requests, body)
+	var reply string
+	if len(d.replies) > 0 {
+		reply, d.replies = d.replies[0], d.replies[1:]
+	}
+	d.mu.Unlock()
+	if reply == "" {
+		http.Error(w, `{"error":{"message":"script exhausted"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	io.WriteString(w, reply)
+}
+
+func sse(chunks ...map[string]any) string {
+	var b strings.Builder
+	for _, c := range chunks {
+		c["id"], c["object"], c["model"] = "chatcmpl-1", "chat.completion.chunk", "deepseek-chat"
+		j, _ := json.Marshal(c)
+		b.WriteString("data: " + string(j) + "\n\n")
+	}
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+func toolReply(id, name string, args any) string {
+	a, _ := json.Marshal(args)
+	return sse(
+		map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}}}},
+		map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"tool_calls": []any{map[string]any{
+			"index": 0, "id": id, "type": "function", "function": map[string]any{"name": name, "arguments": string(a)}}}}}}},
+		map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "tool_calls"}},
+			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36}},
+	)
+}
+
+func textReply(s string) string {
+	return sse(
+		map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": s[:len(s)/2]}}}},
+		map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": s[len(s)/2:]}, "finish_reason": "stop"}},
+			"usage": map[string]any{"prompt_tokens": 120, "completion_tokens": 5, "total_tokens": 125}},
+	)
+}
+
+type run struct {
+	stdout, stderr string
+	code           int
+}
+
+func dsh(t *testing.T, dir, home, baseURL string, stdin string, args ...string) run {
+	t.Helper()
+	cmd := exec.Command(dshBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL="+baseURL,
+		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "DSH_MODEL=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return run{out.String(), errb.String(), code}
+}
+
+// The issue's end-to-end: a multi-step tool turn (bash, read, edit, final
+// answer) headless against a DeepSeek-format server, in every output format,
+// then --continue.
+func TestHeadlessToolTurn(t *testing.T) {
+	for _, format := range []string{"text", "json", "stream-json"} {
+		t.Run(format, func(t *testing.T) {
+			dir, home := t.TempDir(), t.TempDir()
+			ds := &deepseek{replies: []string{
+				toolReply("call_1", "bash", map[string]string{"command": "printf 'hello world\\n' > notes.txt", "description": "create notes"}),
+				toolReply("call_2", "read", map[string]string{"file_path": "notes.txt"}),
+				toolReply("call_3", "edit", map[string]string{"file_path": "notes.txt", "old_string": "hello", "new_string": "goodbye"}),
+				textReply("All done: notes.txt now says goodbye."),
+			}}
+			srv := httptest.NewServer(ds)
+			defer srv.Close()
+			r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--output-format", format, "change hello to goodbye in notes.txt")
+			if r.code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+			if err != nil || string(b) != "goodbye world\n" {
+				t.Fatalf("notes.txt = %q, %v", b, err)
+			}
+			var sessionID string
+			switch format {
+			case "text":
+				if strings.TrimSpace(r.stdout) != "All done: notes.txt now says goodbye." {
+					t.Fatalf("stdout %q", r.stdout)
+				}
+			case "json":
+				var res map[string]any
+				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+					t.Fatalf("json output: %v\n%s", err, r.stdout)
+				}
+				if res["result"] != "All done: notes.txt now says goodbye." || res["stop_reason"] != "completed" || res["num_steps"].(float64) != 4 {
+					t.Fatalf("result %v", res)
+				}
+				u := res["usage"].(map[string]any)
+				if u["cacheReadTokens"].(float64) != 3*64 {
+					t.Fatalf("usage %v", u)
+				}
+				sessionID = res["session_id"].(string)
+			case "stream-json":
+				sc := bufio.NewScanner(strings.NewReader(r.stdout))
+				sc.Buffer(make([]byte, 1<<20), 1<<20)
+				var types []string
+				var last map[string]any
+				for sc.Scan() {
+					var line map[string]any
+					if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+						t.Fatalf("line is not JSON: %v: %s", err, sc.Text())
+					}
+					types = append(types, line["type"].(string))
+					last = line
+				}
+				if types[0] != "turn/start" || last["type"] != "result" || !contains(types, "tool/result") {
+					t.Fatalf("stream types %v", types)
+				}
+				sessionID = last["session_id"].(string)
+			}
+			// The tool results reached the model in later requests.
+			ds.mu.Lock()
+			reqs := ds.requests
+			ds.mu.Unlock()
+			if len(reqs) != 4 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			msgs, _ := json.Marshal(reqs[3]["messages"])
+			if !strings.Contains(string(msgs), `"role":"tool"`) || !strings.Contains(string(msgs), "call_3") {
+				t.Fatalf("request 4 messages %s", msgs)
+			}
+			// The session is on disk.
+			ls := dsh(t, dir, home, srv.URL, "", "sessions", "--json")
+			if ls.code != 0 || !strings.Contains(ls.stdout, "change hello to goodbye") {
+				t.Fatalf("sessions: %+v", ls)
+			}
+			if sessionID == "" {
+				return
+			}
+			// --continue appends a new turn to the same session.
+			ds.mu.Lock()
+			ds.replies = []string{textReply("Second turn here.")}
+			ds.mu.Unlock()
+			c := dsh(t, dir, home, srv.URL, "what did you change?", "-p", "-c", "--model", "deepseek/deepseek-chat", "--output-format", "json")
+			if c.code != 0 {
+				t.Fatalf("continue: %+v", c)
+			}
+			var res map[string]any
+			_ = json.Unmarshal([]byte(c.stdout), &res)
+			if res["session_id"] != sessionID || res["result"] != "Second turn here." {
+				t.Fatalf("continue result %v (want session %s)", res, sessionID)
+			}
+			ds.mu.Lock()
+			last := ds.requests[len(ds.requests)-1]
+			ds.mu.Unlock()
+			hist, _ := json.Marshal(last["messages"])
+			if !strings.Contains(string(hist), "change hello to goodbye") || !strings.Contains(string(hist), "what did you change?") {
+				t.Fatalf("continued history %s", hist)
+			}
+			show := dsh(t, dir, home, srv.URL, "", "sessions", "show", sessionID)
+			if !strings.Contains(show.stdout, "what did you change?") || !strings.Contains(show.stdout, "● edit") {
+				t.Fatalf("show: %s", show.stdout)
+			}
+			exp := dsh(t, dir, home, srv.URL, "", "sessions", "export", sessionID)
+			if !strings.HasPrefix(exp.stdout, `{"type":"session"`) {
+				t.Fatalf("export: %.200s", exp.stdout)
+			}
+		})
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Bad settings, a missing key, an unreachable provider and an unknown model
+// each give one clear message and a non-zero exit, never a stack trace.
+func TestHeadlessFailures(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	check := func(name string, r run, code int, want string) {
+		t.Helper()
+		if r.code != code || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "goroutine") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("%s: exit %d stderr %q (want exit %d containing %q)", name, r.code, r.stderr, code, want)
+		}
+	}
+	os.MkdirAll(filepath.Join(dir, ".dsh"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".dsh", "settings.json"), []byte(`{"modle":"x"}`), 0o644)
+	check("bad settings", dsh(t, dir, home, "http://127.0.0.1:1", "", "-p", "hi"), 2, `settings.json: modle: unknown key (did you mean "model"?)`)
+	os.Remove(filepath.Join(dir, ".dsh", "settings.json"))
+
+	cmd := exec.Command(dshBin, "-p", "hi")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "DSH_MODEL=")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	ee, _ := err.(*exec.ExitError)
+	check("missing key", run{stderr: errb.String(), code: ee.ExitCode()}, 2, "no model is configured")
+
+	check("unknown model", dsh(t, dir, home, "http://127.0.0.1:1", "", "-p", "--model", "nope/nothing", "hi"), 2, `unknown model "nope/nothing"`)
+	r := dsh(t, dir, home, "http://127.0.0.1:1", "", "-p", "--model", "deepseek/deepseek-chat", "hi")
+	if r.code != 1 || !strings.Contains(strings.ToLower(r.stderr), "deepseek") {
+		t.Errorf("unreachable provider: exit %d stderr %q", r.code, r.stderr)
+	}
+}
