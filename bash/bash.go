@@ -54,10 +54,12 @@ type ExecRequest struct {
 	Env map[string]string
 	// Owner is the token stored on a background task (see [Owner]).
 	Owner Owner
-	// OnDone, for Start only, is called once, on its own goroutine, after the
-	// task has ended — completed or killed through Kill — with the final
-	// task. It is not called for tasks ended by KillOwner or by closing the
-	// executor: their owner is going away and nobody is left to tell.
+	// OnDone, for Start only, is called once, on its own goroutine, with the
+	// final task when the task ends by itself (it exited, or died of a
+	// signal nobody in dsh sent). It is not called for tasks ended through
+	// the executor: after Kill the caller already knows, and after KillOwner
+	// or Close nobody is left to tell. It should return promptly; Close waits
+	// for running callbacks.
 	OnDone func(Task)
 }
 

@@ -208,6 +208,14 @@ func (t *Tracker) byType(e session.Event) error {
 		if err != nil {
 			return err
 		}
+		if e.SurfaceOp != nil && e.SurfaceOp.Replace {
+			// A pruned copy that replaces an earlier result in place
+			// (compaction): it answers no call, so it needs only a turn.
+			if !t.inTurn {
+				return violation("%s (seq %d) appended outside any open turn (every event must be turn-enclosed)", e.Type, e.Seq)
+			}
+			break
+		}
 		if err := t.needStep(e, tr.Turn, tr.Step); err != nil {
 			return err
 		}

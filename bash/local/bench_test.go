@@ -1,0 +1,60 @@
+package local
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dshq/dsh/bash"
+)
+
+// BenchmarkBashTrue measures a foreground round trip of `true`: spawn in a
+// new session, collect both streams, reap, check the group is empty, build
+// the result. Target: under 5 ms per op. Besides the mean (ns/op) it reports
+// the median and 90th percentile, which say more on a shared, noisy machine.
+func BenchmarkBashTrue(b *testing.B) {
+	e := newExec(b, Config{})
+	req := bash.ExecRequest{Command: "true", Workdir: b.TempDir()}
+	ctx := context.Background()
+	b.ReportAllocs()
+	var laps []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := e.Run(ctx, req)
+		laps = append(laps, time.Since(start))
+		if err != nil || res.ExitCode == nil || *res.ExitCode != 0 {
+			b.Fatalf("Run: %+v, %v", res, err)
+		}
+	}
+	reportPercentiles(b, laps)
+}
+
+// BenchmarkExecTrueBaseline is plain os/exec running `bash -c true` with
+// captured output: the floor BenchmarkBashTrue is compared against, measured
+// on the same machine under the same load.
+func BenchmarkExecTrueBaseline(b *testing.B) {
+	path, err := exec.LookPath("bash")
+	if err != nil {
+		b.Skip("no bash")
+	}
+	var laps []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := exec.Command(path, "-c", "true").Output(); err != nil {
+			b.Fatal(err)
+		}
+		laps = append(laps, time.Since(start))
+	}
+	reportPercentiles(b, laps)
+}
+
+func reportPercentiles(b *testing.B, laps []time.Duration) {
+	if len(laps) == 0 {
+		return
+	}
+	slices.Sort(laps)
+	b.ReportMetric(float64(laps[len(laps)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(laps[len(laps)*9/10].Nanoseconds()), "p90-ns")
+}

@@ -1,0 +1,675 @@
+// Package compact keeps long sessions inside the model's context window. It
+// runs before each step (the agent's pre-step point) and on demand:
+//
+//  1. prune: old tool results that are bulky are replaced, in place on the
+//     surface, by a short head and tail with a note — free, and often
+//     enough on its own;
+//  2. summarize: the oldest span of the history (the first user prompt
+//     stays verbatim at the head, the most recent turns stay verbatim at the
+//     tail, and no cut separates a tool call from its result) is replaced by
+//     one structured summary the model writes through the normal request
+//     point. A summary that was truncated or is not smaller than what it
+//     replaces is discarded and the history left as it was.
+//
+// Compaction only ever changes the derived surface: every original event
+// stays in the log, bracketed by compact/* events, so a session can be
+// audited and replayed in full and a replay derives the same history.
+package compact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
+)
+
+// Event types.
+const (
+	TypeStart   = "compact/start"
+	TypeSummary = "compact/summary"
+	TypePrune   = "compact/prune"
+	TypeEnd     = "compact/end"
+)
+
+// Start payload.
+type Start struct {
+	Turn   int    `json:"turn"`
+	Reason string `json:"reason"` // "auto" or "manual"
+	Focus  string `json:"focus,omitempty"`
+	// Estimate is the estimated prompt size that triggered compaction.
+	Estimate int `json:"estimate"`
+}
+
+// Summary payload: the raw summary and what it shadows.
+type Summary struct {
+	Summary            []llm.Block `json:"summary"`
+	ShadowedRange      Range       `json:"shadowedRange"`
+	ShadowedSeqs       []int64     `json:"shadowedSeqs"`
+	ShadowedTokenCount int         `json:"shadowedTokenCount"`
+	SummaryTokenCount  int         `json:"summaryTokenCount"`
+}
+
+// Range is a positional surface range named by seqs (inclusive).
+type Range struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// Prune payload: which results were shortened and what it saved.
+type Prune struct {
+	Seqs        []int64 `json:"seqs"`
+	SavedTokens int     `json:"savedTokens"`
+}
+
+// End payload.
+type End struct {
+	Turn        int    `json:"turn"`
+	Error       string `json:"error,omitempty"`
+	Before      int    `json:"before,omitempty"` // estimated tokens before
+	After       int    `json:"after,omitempty"`  // and after
+	SavedTokens int    `json:"savedTokens,omitempty"`
+}
+
+// Config tunes the compactor. Zero values take the defaults.
+type Config struct {
+	// ContextWindow overrides the model's window (tokens); 0 asks the model
+	// registry, then uses 128,000.
+	ContextWindow int
+	// Threshold is the fraction of the window that triggers compaction
+	// (default 0.8).
+	Threshold float64
+	// RetainTokens is how much recent history stays verbatim (default a
+	// quarter of the window).
+	RetainTokens int
+	// Model summarizes (default: the agent's model).
+	Model string
+	// MaxTokens caps the summary (default 8192).
+	MaxTokens int
+	// PruneAbove is the size (tokens) above which an old tool result is
+	// pruned (default 1000); PruneKeep is how many characters of its head
+	// and tail stay (default 600 each).
+	PruneAbove int
+	PruneKeep  int
+	// Manual disables automatic compaction (on-demand only).
+	Manual bool
+}
+
+func (c Config) withDefaults(window int) Config {
+	if c.ContextWindow > 0 {
+		window = c.ContextWindow
+	}
+	if window <= 0 {
+		window = 128000
+	}
+	c.ContextWindow = window
+	if c.Threshold <= 0 || c.Threshold > 1 {
+		c.Threshold = 0.8
+	}
+	if c.RetainTokens <= 0 {
+		c.RetainTokens = window / 4
+	}
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = 8192
+	}
+	if c.PruneAbove <= 0 {
+		c.PruneAbove = 1000
+	}
+	if c.PruneKeep <= 0 {
+		c.PruneKeep = 600
+	}
+	return c
+}
+
+// Before is the point hooks (PreCompact) listen on; an error vetoes.
+type Before struct {
+	Agent  agent.Agent
+	Reason string // auto or manual
+	Focus  string
+}
+
+// Compactor is the compaction service.
+type Compactor struct {
+	cfg    Config
+	llm    *llm.Service
+	hub    *agent.Hub
+	log    *slog.Logger
+	mu     sync.Mutex
+	forced map[agent.ID]string // pending on-demand requests (focus) of busy agents
+
+	// BeforeCompact fires before any summarization.
+	BeforeCompact *kernel.Serial[Before]
+	// Done notifies a finished compaction (for UIs).
+	Done *kernel.Signal[Outcome]
+}
+
+// Outcome reports one compaction.
+type Outcome struct {
+	Agent  agent.Agent
+	Before int
+	After  int
+	Pruned int
+	Err    error
+}
+
+// New returns a compactor.
+func New(cfg Config, svc *llm.Service, hub *agent.Hub, log *slog.Logger) *Compactor {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Compactor{cfg: cfg, llm: svc, hub: hub, log: log, forced: map[agent.ID]string{},
+		BeforeCompact: kernel.NewSerial[Before]("compact/before"),
+		Done:          kernel.NewSignal[Outcome]("compact/done")}
+}
+
+// Install runs compaction before every step, for the life of scope.
+func (c *Compactor) Install(scope *kernel.Scope) error {
+	return scope.Add(c.hub.PreStep.Use(func(ctx context.Context, ps agent.PreStep) error {
+		c.mu.Lock()
+		focus, forced := c.forced[ps.Agent.ID()]
+		delete(c.forced, ps.Agent.ID())
+		c.mu.Unlock()
+		if !forced && c.cfg.Manual {
+			return nil
+		}
+		reason := "auto"
+		if forced {
+			reason = "manual"
+		}
+		if _, err := c.run(ctx, ps.Agent, ps.Turn, ps.Step, ps.SystemPrompt, reason, focus, forced); err != nil {
+			// A failed compaction never blocks the model call.
+			c.log.Warn("compaction failed; proceeding with the full history", "agent", ps.Agent.ID(), "err", err)
+		}
+		return nil
+	}, kernel.Named("compact")))
+}
+
+// ErrBusy is returned by Compact when the agent is running a turn; the
+// compaction then happens before its next step.
+var ErrBusy = errors.New("compact: agent is busy; compaction will run before its next step")
+
+// Compact compacts an agent's history now (the /compact command). An idle
+// agent gets a one-shot turn holding the compaction events; a busy one is
+// compacted before its next step.
+func (c *Compactor) Compact(ctx context.Context, a agent.Agent, focus string) (Outcome, error) {
+	s := a.Session()
+	if a.Status() == agent.Running || s.TurnOpen() {
+		c.mu.Lock()
+		c.forced[a.ID()] = focus
+		c.mu.Unlock()
+		return Outcome{}, ErrBusy
+	}
+	st := s.Turns()
+	turn := st.Last + 1
+	src := llm.PluginSource("compact")
+	if _, err := s.AppendIf(ctx, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
+		session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "compact", Source: &src}}, nil); err != nil {
+		if errors.Is(err, session.ErrCondition) {
+			return Outcome{}, ErrBusy
+		}
+		return Outcome{}, err
+	}
+	out, err := c.run(ctx, a, turn, 0, "", "manual", focus, true)
+	reason := session.EndReason{Kind: session.EndCompleted}
+	if err != nil {
+		reason = session.EndReason{Kind: session.EndError, Message: err.Error()}
+	}
+	if _, cerr := s.Append(context.WithoutCancel(ctx), session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason}); cerr != nil && err == nil {
+		err = cerr
+	}
+	return out, err
+}
+
+// window returns the effective config for a model.
+func (c *Compactor) config(model string) Config {
+	w := 0
+	if info, ok := c.llm.Info(model); ok {
+		w = info.ContextWindow
+	}
+	return c.cfg.withDefaults(w)
+}
+
+// run is one compaction attempt: prune, then summarize if still needed.
+func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, system, reason, focus string, forced bool) (Outcome, error) {
+	s := a.Session()
+	cfg := c.config(a.Options().Model)
+	threshold := int(float64(cfg.ContextWindow) * cfg.Threshold)
+	before, err := Estimate(s, system)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !forced && before < threshold {
+		return Outcome{}, nil
+	}
+	if inProgress(s.Events()) {
+		return Outcome{}, errors.New("compact: compaction already in progress")
+	}
+	if err := c.BeforeCompact.Run(ctx, Before{Agent: a, Reason: reason, Focus: focus}); err != nil {
+		return Outcome{}, fmt.Errorf("compact: vetoed: %w", err)
+	}
+	bg := context.WithoutCancel(ctx)
+	if _, err := s.Append(bg, TypeStart, Start{Turn: turn, Reason: reason, Focus: focus, Estimate: before}); err != nil {
+		return Outcome{}, err
+	}
+	out := Outcome{Agent: a, Before: before}
+	finish := func(err error) (Outcome, error) {
+		after, _ := Estimate(s, system)
+		out.After, out.Err = after, err
+		end := End{Turn: turn, Before: before, After: after, SavedTokens: max(0, before-after)}
+		if err != nil {
+			end.Error = err.Error()
+		}
+		if _, aerr := s.Append(bg, TypeEnd, end); aerr != nil && err == nil {
+			err = aerr
+		}
+		_ = c.Done.EmitAll(bg, out)
+		return out, err
+	}
+	pruned, err := c.prune(bg, s, turn, cfg)
+	if err != nil {
+		return finish(err)
+	}
+	out.Pruned = pruned
+	now, err := Estimate(s, system)
+	if err != nil {
+		return finish(err)
+	}
+	if !forced && now < threshold {
+		return finish(nil)
+	}
+	return finish(c.summarize(ctx, a, turn, step, cfg, focus))
+}
+
+func inProgress(events []session.Event) bool {
+	for i := len(events) - 1; i >= 0; i-- {
+		switch events[i].Type {
+		case TypeStart:
+			return true
+		case TypeEnd, session.TypeTurnEnd:
+			return false
+		}
+	}
+	return false
+}
+
+// node is a surface entry with its event and estimated size.
+type node struct {
+	seq    int64
+	ev     session.Event
+	tokens int
+}
+
+func surface(s *session.Session) ([]node, error) {
+	seqs, err := s.Surface()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]node, len(seqs))
+	for i, seq := range seqs {
+		ev, _ := s.Event(seq)
+		out[i] = node{seq: seq, ev: ev, tokens: EventTokens(ev)}
+	}
+	return out, nil
+}
+
+// retainFrom returns the index of the first node kept verbatim: walking from
+// the tail until the retain budget is spent, then moving the cut earlier
+// until it does not split a call from its result.
+func retainFrom(s *session.Session, nodes []node, budget int) (int, error) {
+	keep, acc := len(nodes), 0
+	for i := len(nodes) - 1; i >= 0; i-- {
+		acc += nodes[i].tokens
+		keep = i
+		if acc >= budget {
+			break
+		}
+	}
+	seqs := make([]int64, len(nodes))
+	for i, n := range nodes {
+		seqs[i] = n.seq
+	}
+	events := s.Events()
+	for keep > 0 {
+		ok, err := session.Balanced(events, seqs, seqs[keep])
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			break
+		}
+		keep--
+	}
+	return keep, nil
+}
+
+// prune shortens bulky tool results outside the retained tail.
+func (c *Compactor) prune(ctx context.Context, s *session.Session, turn int, cfg Config) (int, error) {
+	nodes, err := surface(s)
+	if err != nil {
+		return 0, err
+	}
+	keep, err := retainFrom(s, nodes, cfg.RetainTokens)
+	if err != nil {
+		return 0, err
+	}
+	var seqs []int64
+	saved := 0
+	for _, n := range nodes[:keep] {
+		if n.ev.Type != session.TypeToolResult || n.tokens <= cfg.PruneAbove {
+			continue
+		}
+		tr, err := session.Decode[session.ToolResult](n.ev)
+		if err != nil {
+			return 0, err
+		}
+		text := llm.TextOf(tr.Content)
+		if len(text) <= 2*cfg.PruneKeep+200 {
+			continue
+		}
+		head, tail := cutUTF8(text, cfg.PruneKeep, true), cutUTF8(text, cfg.PruneKeep, false)
+		note := fmt.Sprintf("\n\n[… %d characters of this old tool result were pruned to save context; re-run the tool if you need them …]\n\n", len(text)-len(head)-len(tail))
+		pr := session.ToolResult{Turn: turn, Step: tr.Step, CallID: tr.CallID, IsError: tr.IsError, Error: tr.Error,
+			Content: []llm.Block{llm.Text(head + note + tail)}}
+		ev, err := s.AppendSurface(ctx, session.TypeToolResult, pr, session.ReplaceOp(n.seq, n.seq), []int64{n.seq})
+		if err != nil {
+			return len(seqs), err
+		}
+		seqs = append(seqs, n.seq)
+		saved += n.tokens - EventTokens(ev)
+	}
+	if len(seqs) > 0 {
+		if _, err := s.Append(ctx, TypePrune, Prune{Seqs: seqs, SavedTokens: saved}); err != nil {
+			return len(seqs), err
+		}
+	}
+	return len(seqs), nil
+}
+
+func cutUTF8(s string, n int, head bool) string {
+	if len(s) <= n {
+		return s
+	}
+	if head {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n]
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// summarize replaces the head-anchored older span with one summary.
+func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int, cfg Config, focus string) error {
+	s := a.Session()
+	nodes, err := surface(s)
+	if err != nil {
+		return err
+	}
+	keep, err := retainFrom(s, nodes, cfg.RetainTokens)
+	if err != nil {
+		return err
+	}
+	// Head anchoring: the first user prompt stays verbatim.
+	first := 0
+	if len(nodes) > 0 && nodes[0].ev.Type == session.TypeUserMessage && !isCheckpoint(nodes[0].ev) {
+		first = 1
+	}
+	if keep-first < 1 {
+		return errors.New("compact: nothing old enough to summarize (the retained recent history is all there is)")
+	}
+	span := nodes[first:keep]
+	shadowed := 0
+	seqs := make([]int64, len(span))
+	for i, n := range span {
+		shadowed += n.tokens
+		seqs[i] = n.seq
+	}
+	summary, err := c.ask(ctx, a, turn, step, cfg, transcript(span), focus)
+	if err != nil {
+		return err
+	}
+	framed := frame(summary)
+	fTokens := ContentTokens(framed)
+	if fTokens >= shadowed {
+		return fmt.Errorf("compact: summary is not smaller than what it replaces (%d estimated tokens >= %d); history left as it was", fTokens, shadowed)
+	}
+	bg := context.WithoutCancel(ctx)
+	sumEv, err := s.Append(bg, TypeSummary, Summary{Summary: summary, ShadowedRange: Range{seqs[0], seqs[len(seqs)-1]},
+		ShadowedSeqs: seqs, ShadowedTokenCount: shadowed, SummaryTokenCount: fTokens})
+	if err != nil {
+		return err
+	}
+	start, _ := s.Last(TypeStart)
+	sources := append([]int64{start.Seq, sumEv.Seq}, seqs...)
+	_, err = s.AppendSurface(bg, session.TypeUserMessage, session.Prompt{Content: framed, Source: llm.PluginSource("compact")},
+		session.ReplaceOp(seqs[0], seqs[len(seqs)-1]), sources)
+	return err
+}
+
+func isCheckpoint(e session.Event) bool {
+	p, err := session.Decode[session.Prompt](e)
+	return err == nil && p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact"
+}
+
+const summarizeSystem = `You condense an agent's working history into a checkpoint that replaces it. Write Markdown with exactly these sections, in order:
+## Goal
+## Decisions
+## Files touched
+## Errors and fixes
+## Open tasks
+## Next step
+Use terse bullets; write (none) for an empty section. Keep exact file paths, commands, error messages and identifiers. Record what the user asked and any feedback faithfully. If the history contains an earlier <compacted-summary>, merge it in rather than copying it. Do not mention that this is a summary.`
+
+const preamble = "This is a checkpoint: an automatically written summary of the earlier part of this session, which was condensed to free context. Treat it as established background and continue from the messages that follow without acknowledging it."
+
+func frame(summary []llm.Block) []llm.Block {
+	out := []llm.Block{llm.Text(preamble + "\n\n<compacted-summary>")}
+	out = append(out, summary...)
+	return append(out, llm.Text("</compacted-summary>"))
+}
+
+// ask runs the summarization request through the agent's request point.
+func (c *Compactor) ask(ctx context.Context, a agent.Agent, turn, step int, cfg Config, text, focus string) ([]llm.Block, error) {
+	prompt := "Summarize this history:\n\n" + text
+	if focus != "" {
+		prompt += "\n\nPay particular attention to: " + focus
+	}
+	model := cfg.Model
+	if model == "" {
+		model = a.Options().Model
+	}
+	req := &llm.Request{Model: model, System: summarizeSystem, MaxTokens: cfg.MaxTokens, SessionID: string(a.Session().ID()),
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text(prompt)}}}}
+	req, err := c.hub.Request.Run(ctx, agent.RequestInput{StepInfo: agent.StepInfo{Agent: a, Turn: turn, Step: step}, Request: req},
+		func(_ context.Context, in agent.RequestInput) (*llm.Request, error) { return in.Request, nil })
+	if err != nil {
+		return nil, err
+	}
+	if req == nil || req.Model == "" {
+		return nil, errors.New("compact: no model available for summarization")
+	}
+	stream, err := c.llm.Stream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var as llm.Assembler
+	for ch, err := range stream {
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := as.Push(ch); err != nil {
+			return nil, err
+		}
+	}
+	switch f := as.Finish(); f.Kind {
+	case llm.FinishError:
+		return nil, fmt.Errorf("compact: summarization failed: %s", f.Message)
+	case llm.FinishAborted:
+		return nil, errors.New("compact: summarization stream aborted")
+	case llm.FinishMaxTokens:
+		return nil, errors.New("compact: summarization was truncated at the token cap (an incomplete checkpoint is discarded)")
+	}
+	blocks, err := as.Blocks()
+	if err != nil {
+		return nil, err
+	}
+	var out []llm.Block
+	for _, b := range blocks {
+		if b.Type == llm.BlockText && strings.TrimSpace(b.Text) != "" {
+			out = append(out, llm.Text(b.Text))
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("compact: summarization produced no text")
+	}
+	return out, nil
+}
+
+// transcript renders nodes for the summarizer, in surface order.
+func transcript(nodes []node) string {
+	var parts []string
+	for _, n := range nodes {
+		var label string
+		var content []llm.Block
+		switch n.ev.Type {
+		case session.TypeUserMessage:
+			p, _ := session.Decode[session.Prompt](n.ev)
+			label, content = "User", p.Content
+		case session.TypeAssistantMessage:
+			m, _ := session.Decode[session.AssistantMessage](n.ev)
+			label, content = "Assistant", m.Content
+		case session.TypeToolResult:
+			r, _ := session.Decode[session.ToolResult](n.ev)
+			label = "Tool result (call " + string(r.CallID) + ")"
+			if r.IsError {
+				label = "Tool error (call " + string(r.CallID) + ")"
+			}
+			content = r.Content
+		case session.TypeContextMessage:
+			p, _ := session.Decode[session.Prompt](n.ev)
+			label, content = "Context", p.Content
+		case session.TypeSteeringMessage:
+			p, _ := session.Decode[session.Steering](n.ev)
+			label, content = "Steering", p.Content
+		}
+		if t := renderBlocks(content); t != "" {
+			parts = append(parts, label+": "+t)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func renderBlocks(bs []llm.Block) string {
+	var out []string
+	for _, b := range bs {
+		switch b.Type {
+		case llm.BlockText:
+			if b.Text != "" {
+				out = append(out, b.Text)
+			}
+		case llm.BlockReasoning:
+			out = append(out, "[reasoning: "+b.Text+"]")
+		case llm.BlockToolCall:
+			out = append(out, "[tool-call: "+b.Name+"("+b.Arguments+")]")
+		case llm.BlockToolResult:
+			out = append(out, "[tool-result: "+renderBlocks(b.Content)+"]")
+		case llm.BlockImage:
+			out = append(out, "[image]")
+		default:
+			out = append(out, "["+string(b.Type)+"]")
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// ContentTokens estimates blocks at about four characters a token.
+func ContentTokens(bs []llm.Block) int {
+	n := 0
+	for _, b := range bs {
+		switch b.Type {
+		case llm.BlockText, llm.BlockReasoning:
+			n += quarter(len(b.Text)) + 4
+		case llm.BlockToolCall:
+			n += quarter(len(b.Name)) + quarter(len(b.Arguments)) + 4
+		case llm.BlockToolResult:
+			n += ContentTokens(b.Content) + 4
+		case llm.BlockImage:
+			n += 85
+		default:
+			raw, _ := json.Marshal(b)
+			n += quarter(len(raw)) + 4
+		}
+	}
+	return n
+}
+
+func quarter(n int) int { return int(math.Ceil(float64(n) / 4)) }
+
+// EventTokens estimates a surface event's message.
+func EventTokens(e session.Event) int {
+	switch e.Type {
+	case session.TypeUserMessage, session.TypeContextMessage:
+		p, _ := session.Decode[session.Prompt](e)
+		return ContentTokens(p.Content) + 4
+	case session.TypeAssistantMessage:
+		m, _ := session.Decode[session.AssistantMessage](e)
+		return ContentTokens(m.Content) + 4
+	case session.TypeToolResult:
+		r, _ := session.Decode[session.ToolResult](e)
+		return ContentTokens(r.Content) + 8
+	case session.TypeSteeringMessage:
+		p, _ := session.Decode[session.Steering](e)
+		return ContentTokens(p.Content) + 4
+	}
+	return 0
+}
+
+// Estimate estimates the next request's prompt. When the newest assistant
+// message carries the provider's usage, its prompt and output counts anchor
+// the estimate and only events since are guessed; after a surface replace
+// (or with no usage) the whole derived history is estimated.
+func Estimate(s *session.Session, system string) (int, error) {
+	msgs, err := s.Messages()
+	if err != nil {
+		return 0, err
+	}
+	events := s.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.SurfaceOp != nil && e.SurfaceOp.Replace {
+			break // the anchor predates a compaction
+		}
+		if e.Type != session.TypeAssistantMessage {
+			continue
+		}
+		m, err := session.Decode[session.AssistantMessage](e)
+		if err != nil || m.Usage == nil || m.Usage.PromptTokens() == 0 {
+			break
+		}
+		total := m.Usage.PromptTokens() + m.Usage.OutputTokens
+		for _, later := range events[i+1:] {
+			if session.IsSurface(later) {
+				total += EventTokens(later)
+			}
+		}
+		return total, nil
+	}
+	total := quarter(len(system))
+	for _, m := range msgs {
+		total += ContentTokens(m.Content) + 4
+	}
+	return total, nil
+}
