@@ -20,6 +20,7 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/bash/local"
+	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
 	fslocal "github.com/dshq/dsh/fs/local"
 	"github.com/dshq/dsh/fs/policy"
@@ -71,8 +72,11 @@ type App struct {
 	// demo because no provider is configured.
 	Model string
 	Demo  bool
-	opts  Options
-	exec  *local.Executor
+	// Compactor keeps sessions inside the context window (and serves
+	// /compact).
+	Compactor *compact.Compactor
+	opts      Options
+	exec      *local.Executor
 }
 
 // ErrNoModel is returned when a model was named but nothing serves it.
@@ -120,6 +124,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	// Tools.
 	if err := a.installTools(); err != nil {
+		return fail(err)
+	}
+	// Compaction before every step.
+	a.Compactor = compact.New(o.Settings.Compaction, h.LLM, h.Agents.Hub, o.Logger)
+	if err := a.Compactor.Install(h.Scope); err != nil {
 		return fail(err)
 	}
 	// Prompt.

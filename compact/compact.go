@@ -84,24 +84,24 @@ type End struct {
 type Config struct {
 	// ContextWindow overrides the model's window (tokens); 0 asks the model
 	// registry, then uses 128,000.
-	ContextWindow int
+	ContextWindow int `json:"contextWindow,omitempty"`
 	// Threshold is the fraction of the window that triggers compaction
 	// (default 0.8).
-	Threshold float64
+	Threshold float64 `json:"threshold,omitempty"`
 	// RetainTokens is how much recent history stays verbatim (default a
 	// quarter of the window).
-	RetainTokens int
+	RetainTokens int `json:"retainTokens,omitempty"`
 	// Model summarizes (default: the agent's model).
-	Model string
+	Model string `json:"model,omitempty"`
 	// MaxTokens caps the summary (default 8192).
-	MaxTokens int
+	MaxTokens int `json:"maxTokens,omitempty"`
 	// PruneAbove is the size (tokens) above which an old tool result is
 	// pruned (default 1000); PruneKeep is how many characters of its head
 	// and tail stay (default 600 each).
-	PruneAbove int
-	PruneKeep  int
+	PruneAbove int `json:"pruneAbove,omitempty"`
+	PruneKeep  int `json:"pruneKeep,omitempty"`
 	// Manual disables automatic compaction (on-demand only).
-	Manual bool
+	Manual bool `json:"manual,omitempty"`
 }
 
 func (c Config) withDefaults(window int) Config {

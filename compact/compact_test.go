@@ -64,7 +64,9 @@ func (f *fakeProvider) entry() scripted.Entry {
 
 type bigTool struct{}
 
-func (bigTool) Info() tool.Info { return tool.Info{Name: "big", Parameters: []byte(`{"type":"object"}`)} }
+func (bigTool) Info() tool.Info {
+	return tool.Info{Name: "big", Parameters: []byte(`{"type":"object"}`)}
+}
 func (bigTool) Run(context.Context, tool.Call) (tool.Result, error) {
 	return tool.TextResult(strings.Repeat("output line with some words in it\n", 240)), nil // ~8 KB
 }
@@ -173,8 +175,10 @@ func norm(ms []llm.Message) string {
 func TestFailedSummaryLeavesHistory(t *testing.T) {
 	cases := map[string]func() []llm.Chunk{
 		"truncated": func() []llm.Chunk { return scripted.TextChunks("## Goal\n- partial", llm.FinishMaxTokens) },
-		"oversize":  func() []llm.Chunk { return scripted.TextChunks(strings.Repeat("very long summary ", 4000), llm.FinishStop) },
-		"error":     func() []llm.Chunk { return []llm.Chunk{llm.ErrorFinish("overloaded", "SERVER")} },
+		"oversize": func() []llm.Chunk {
+			return scripted.TextChunks(strings.Repeat("very long summary ", 4000), llm.FinishStop)
+		},
+		"error": func() []llm.Chunk { return []llm.Chunk{llm.ErrorFinish("overloaded", "SERVER")} },
 	}
 	for name, sum := range cases {
 		t.Run(name, func(t *testing.T) {

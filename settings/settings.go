@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/llm/providers"
 )
 
@@ -43,6 +44,8 @@ type Settings struct {
 	MaxSteps int `json:"maxSteps,omitempty"`
 	// Web configures web_fetch and web_search.
 	Web *Web `json:"web,omitempty"`
+	// Compaction tunes automatic context compaction.
+	Compaction compact.Config `json:"compaction,omitempty"`
 	// MCPServers configures Model Context Protocol servers by name.
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
 }
@@ -362,6 +365,9 @@ func Merge(a, b Settings) Settings {
 	}
 	if b.MaxSteps != 0 {
 		a.MaxSteps = b.MaxSteps
+	}
+	if b.Compaction != (compact.Config{}) {
+		a.Compaction = b.Compaction
 	}
 	if b.Web != nil {
 		a.Web = b.Web
