@@ -1,0 +1,124 @@
+package hooks
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// toolNames maps dsh tool names to Claude Code's.
+var toolNames = map[string]string{
+	"bash": "Bash", "bash_output": "BashOutput", "bash_kill": "KillShell",
+	"read": "Read", "write": "Write", "edit": "Edit",
+	"glob": "Glob", "grep": "Grep", "ls": "LS",
+	"web_fetch": "WebFetch", "web_search": "WebSearch",
+	"todo_write": "TodoWrite", "subagent": "Task", "exit_plan_mode": "ExitPlanMode",
+}
+
+// argRenames maps dsh argument names to Claude Code's, per tool.
+var argRenames = map[string]map[string]string{
+	"bash":        {"timeoutMs": "timeout"},
+	"bash_output": {"task_id": "bash_id"},
+	"bash_kill":   {"task_id": "shell_id"},
+	"subagent":    {"provider": "subagent_type"},
+}
+
+// ToolName is the dialect's name for a dsh tool. MCP tools
+// (mcp__server__tool) and unknown tools keep their names.
+func ToolName(dialect, name string) string {
+	if dialect == Codex {
+		switch name {
+		case "bash":
+			return "Bash"
+		case "edit", "write":
+			return "apply_patch"
+		}
+		return name
+	}
+	if n, ok := toolNames[name]; ok {
+		return n
+	}
+	return name
+}
+
+// ToolInput converts dsh arguments to the dialect's input object.
+func ToolInput(dialect, tool string, args json.RawMessage) json.RawMessage {
+	if len(args) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	if dialect == Codex {
+		var a struct {
+			Command string `json:"command"`
+		}
+		_ = json.Unmarshal(args, &a)
+		if tool == "edit" || tool == "write" {
+			a.Command = patchText(tool, args)
+		}
+		b, _ := json.Marshal(map[string]string{"command": a.Command})
+		return b
+	}
+	return rename(args, argRenames[tool], false)
+}
+
+// FromToolInput converts a dialect input object (an updatedInput) back to
+// dsh's argument names.
+func FromToolInput(dialect, tool string, input json.RawMessage) json.RawMessage {
+	if dialect == Codex {
+		return input
+	}
+	return rename(input, argRenames[tool], true)
+}
+
+func rename(obj json.RawMessage, names map[string]string, reverse bool) json.RawMessage {
+	if len(names) == 0 {
+		return obj
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return obj
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		nk := k
+		for from, to := range names {
+			if !reverse && k == from {
+				nk = to
+			}
+			if reverse && k == to {
+				nk = from
+			}
+		}
+		out[nk] = v
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// patchText renders an edit or write as Codex's apply_patch envelope so a
+// Codex hook inspecting tool_input.command sees the file and the change.
+func patchText(tool string, args json.RawMessage) string {
+	var a struct {
+		FilePath  string `json:"file_path"`
+		Content   string `json:"content"`
+		OldString string `json:"old_string"`
+		NewString string `json:"new_string"`
+	}
+	_ = json.Unmarshal(args, &a)
+	var b strings.Builder
+	b.WriteString("*** Begin Patch\n")
+	if tool == "write" {
+		b.WriteString("*** Add File: " + a.FilePath + "\n")
+		for _, l := range strings.Split(strings.TrimSuffix(a.Content, "\n"), "\n") {
+			b.WriteString("+" + l + "\n")
+		}
+	} else {
+		b.WriteString("*** Update File: " + a.FilePath + "\n@@\n")
+		for _, l := range strings.Split(a.OldString, "\n") {
+			b.WriteString("-" + l + "\n")
+		}
+		for _, l := range strings.Split(a.NewString, "\n") {
+			b.WriteString("+" + l + "\n")
+		}
+	}
+	b.WriteString("*** End Patch")
+	return b.String()
+}
