@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dshq/dsh/agent"
@@ -24,6 +25,7 @@ import (
 	"github.com/dshq/dsh/core"
 	fslocal "github.com/dshq/dsh/fs/local"
 	"github.com/dshq/dsh/fs/policy"
+	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
@@ -58,6 +60,14 @@ type Options struct {
 	MaxTurns           int
 	AddDirs            []string
 	Now                func() time.Time
+	// Sources are the settings files that were read, by layer (hooks from
+	// project layers need trust).
+	Sources []settings.Source
+	// UserHome is the user's home directory (for ~/.claude and ~/.codex
+	// hook files); empty skips user hook files.
+	UserHome string
+	// TrustProject lets project hooks run (the user trusted the directory).
+	TrustProject func(dir string) bool
 	// NoSync skips fsync (tests, benchmarks).
 	NoSync bool
 	// Invariants enables the live contract checker.
@@ -129,6 +139,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// Compaction before every step.
 	a.Compactor = compact.New(o.Settings.Compaction, h.LLM, h.Agents.Hub, o.Logger)
 	if err := a.Compactor.Install(h.Scope); err != nil {
+		return fail(err)
+	}
+	// Hooks of both dialects.
+	if err := a.installHooks(); err != nil {
 		return fail(err)
 	}
 	// Prompt.
@@ -302,3 +316,49 @@ func (a *App) Close(ctx context.Context) error { return a.Host.Close(ctx) }
 
 var _ = kernel.ErrStop
 var _ = llm.CodeAuth
+
+// installHooks runs Claude Code and Codex hook files (and dsh's own
+// settings "hooks") on the agent points. Configuration is read per working
+// directory, so ACP sessions in different projects get their own hooks.
+func (a *App) installHooks() error {
+	h, o := a.Host, a.opts
+	trusted := o.TrustProject
+	if trusted == nil {
+		trusted = func(string) bool { return false }
+	}
+	for _, dialect := range []string{hooks.Claude, hooks.Codex} {
+		var mu sync.Mutex
+		cache := map[string]*hooks.Config{}
+		load := func(cwd string) *hooks.Config {
+			mu.Lock()
+			defer mu.Unlock()
+			if c, ok := cache[cwd]; ok {
+				return c
+			}
+			user, proj := hooks.Files(dialect, o.UserHome, cwd)
+			c := hooks.Load(dialect, user, proj)
+			if dialect == hooks.Claude {
+				for _, src := range o.Sources {
+					if len(src.Settings.Hooks) == 0 {
+						continue
+					}
+					project := src.Layer == settings.LayerProject || src.Layer == settings.LayerLocal
+					if project && cwd != o.Cwd {
+						continue // another project's settings do not apply here
+					}
+					c.AddRaw(src.Path, src.Settings.Hooks, project)
+				}
+			}
+			cache[cwd] = &c
+			return &c
+		}
+		b := hooks.New(hooks.Options{
+			Dialect: dialect, Config: load, Runner: hooks.Runner{Exec: a.exec}, Trusted: trusted, Logger: o.Logger,
+			Model: a.Model,
+		}, h.Agents)
+		if err := b.Install(h.Scope, h.Tools, h.Sessions, a.Compactor); err != nil {
+			return err
+		}
+	}
+	return nil
+}

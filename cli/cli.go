@@ -175,7 +175,7 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	if err != nil {
 		return nil, nil, usageErr("cannot read the working directory: %v", err)
 	}
-	s, _, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: f.settingsFile})
+	s, sources, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: f.settingsFile})
 	if err != nil {
 		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
@@ -196,7 +196,7 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 		addDirs = append(addDirs, abs)
 	}
 	a, err := app.New(ctx, app.Options{
-		Home: h, Cwd: cwd, Settings: s, Env: stdio.Env, Logger: log,
+		Home: h, Cwd: cwd, Settings: s, Sources: sources, Env: stdio.Env, Logger: log, UserHome: userHome(stdio.Env),
 		Model: f.model, AllowedTools: f.allowedTools, DisallowedTools: f.disallowedTools,
 		AppendSystemPrompt: f.appendSystemPrompt, MaxTurns: f.maxTurns, AddDirs: addDirs,
 	})
@@ -211,6 +211,14 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 		_ = a.Close(context.Background())
 		closeLog()
 	}, nil
+}
+
+func userHome(env func(string) string) string {
+	if h := env("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 func contains(xs []string, x string) bool {
