@@ -20,9 +20,11 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/bash"
 	"github.com/dshq/dsh/bash/local"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/fs"
 	fslocal "github.com/dshq/dsh/fs/local"
 	"github.com/dshq/dsh/fs/policy"
 	"github.com/dshq/dsh/hooks"
@@ -35,9 +37,11 @@ import (
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/jsonl"
+	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/bashtool"
 	"github.com/dshq/dsh/tools/fstool"
+	"github.com/dshq/dsh/tools/task"
 	// searchtool: added when it lands
 	// todo: added when it lands
 )
@@ -72,6 +76,11 @@ type Options struct {
 	NoSync bool
 	// Invariants enables the live contract checker.
 	Invariants bool
+	// WrapFS and WrapExec, when set, wrap the filesystem provider and the
+	// bash executor the tools run on (the ACP server delegates edits and
+	// commands to the editor through them).
+	WrapFS   func(fs.Provider) fs.Provider
+	WrapExec func(bash.Executor) bash.Executor
 }
 
 // App is a composed application.
@@ -85,6 +94,8 @@ type App struct {
 	// Compactor keeps sessions inside the context window (and serves
 	// /compact).
 	Compactor *compact.Compactor
+	// Subagents runs child agents.
+	Subagents *subagent.Service
 	opts      Options
 	exec      *local.Executor
 }
@@ -139,6 +150,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// Compaction before every step.
 	a.Compactor = compact.New(o.Settings.Compaction, h.LLM, h.Agents.Hub, o.Logger)
 	if err := a.Compactor.Install(h.Scope); err != nil {
+		return fail(err)
+	}
+	// Subagents: task (spawn) and fork, with custom agent definitions.
+	if err := a.installSubagents(); err != nil {
 		return fail(err)
 	}
 	// Hooks of both dialects.
@@ -205,9 +220,17 @@ func (a *App) installTools() error {
 		return fmt.Errorf("app: filesystem: %w", err)
 	}
 	tracker := policy.New()
+	var runner bash.Executor = exec
+	if o.WrapExec != nil {
+		runner = o.WrapExec(runner)
+	}
+	var files fs.Provider = fsp
+	if o.WrapFS != nil {
+		files = o.WrapFS(files)
+	}
 	var tools []tool.Tool
-	tools = append(tools, bashtool.Tools(exec, bashtool.Options{Logger: o.Logger})...)
-	tools = append(tools, fstool.Tools(fsp, tracker, fstool.Options{})...)
+	tools = append(tools, bashtool.Tools(runner, bashtool.Options{Logger: o.Logger})...)
+	tools = append(tools, fstool.Tools(files, tracker, fstool.Options{})...)
 	// tools = append(tools, searchtool.Tools(searchtool.Options{})...)
 	// tools = append(tools, todo.Tools()...)
 	return h.Tools.RegisterAll(h.Scope, tools...)
@@ -361,4 +384,24 @@ func (a *App) installHooks() error {
 		}
 	}
 	return nil
+}
+
+func (a *App) installSubagents() error {
+	h, o := a.Host, a.opts
+	svc := subagent.NewService(subagent.Options{Logger: o.Logger})
+	a.Subagents = svc
+	for _, p := range []subagent.Provider{subagent.Spawn(svc, h.Agents), subagent.Fork(svc, h.Agents)} {
+		d, err := svc.Register(p)
+		if err != nil {
+			return err
+		}
+		_ = h.Scope.Add(d)
+	}
+	defs, err := subagent.LoadDefinitions(filepath.Join(o.Home, "agents"), filepath.Join(o.Cwd, ".dsh", "agents"))
+	if err != nil {
+		o.Logger.Warn("some custom agent definitions could not be read", "err", err)
+	}
+	return h.Tools.RegisterAll(h.Scope,
+		task.Tool("task", "spawn", svc, h.Agents, defs),
+		task.Tool("fork", "fork", svc, h.Agents, nil))
 }

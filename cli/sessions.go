@@ -95,8 +95,8 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(stdio.Out, "session %s  (%s, created %s)\n\n", h.ID, h.Cwd, time.UnixMilli(h.CreatedAt).Format(time.RFC3339))
-			Transcript(stdio.Out, events)
-			return nil
+			Transcript(stdio.Out, events[h.SeedLength:])
+			return showChildren(cmd.Context(), stdio, c, h.ID, 1)
 		},
 	}, &cobra.Command{
 		Use:   "export ID",
@@ -205,3 +205,33 @@ func clip(s string, n int) string {
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
 
 var _ = context.Background
+
+// showChildren prints the transcripts of sessions whose lineage names id
+// (subagents), indented by depth.
+func showChildren(ctx context.Context, stdio IO, c *store.Coordinator, id session.ID, depth int) error {
+	infos, err := c.List(ctx, store.Query{})
+	if err != nil {
+		return err
+	}
+	for _, in := range infos {
+		if in.Header.ParentSession != id {
+			continue
+		}
+		h, events, err := c.Read(ctx, in.Header.ID)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		Transcript(&b, events[min(h.SeedLength, len(events)):])
+		pad := strings.Repeat("    ", depth)
+		fmt.Fprintf(stdio.Out, "%s── subagent session %s ──\n", pad, h.ID)
+		for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			fmt.Fprintf(stdio.Out, "%s%s\n", pad, line)
+		}
+		fmt.Fprintln(stdio.Out)
+		if err := showChildren(ctx, stdio, c, h.ID, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+// Package task is the model-facing delegation tool: a task description and
+// a self-contained prompt go to a child agent; its final answer comes back.
+// Several calls in one step run concurrently (up to the service's breadth
+// cap). One tool is exposed per provider: "task" for spawn, "fork" for
+// fork.
+package task
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/subagent"
+	"github.com/dshq/dsh/tool"
+)
+
+//go:embed task.md
+var taskDescription string
+
+//go:embed fork.md
+var forkDescription string
+
+type args struct {
+	Description  string `json:"description" jsonschema:"a 3-5 word label for the task"`
+	Prompt       string `json:"prompt" jsonschema:"the complete, self-contained task for the child agent"`
+	SubagentType string `json:"subagent_type,omitempty" jsonschema:"name of a custom agent to use (optional)"`
+}
+
+// Tool returns the delegation tool for provider, named name.
+func Tool(name, provider string, svc *subagent.Service, agents *agent.Registry, defs []subagent.Definition) tool.Tool {
+	desc := taskDescription
+	if provider == "fork" {
+		desc = forkDescription
+	}
+	if len(defs) > 0 {
+		var b strings.Builder
+		b.WriteString(desc)
+		b.WriteString("\n\nCustom agents you can choose with subagent_type:\n")
+		for _, d := range defs {
+			fmt.Fprintf(&b, "- %s: %s\n", d.Name, d.Description)
+		}
+		desc = b.String()
+	}
+	return tool.Func(tool.Info{Name: name, Description: desc, Kind: tool.KindOther, Concurrent: true},
+		func(ctx context.Context, call tool.Call, a args) (tool.Result, error) {
+			parent := subagent.Host(agents, call.Host)
+			if parent == nil {
+				return tool.Result{}, errors.New(name + " requires a calling agent")
+			}
+			if strings.TrimSpace(a.Prompt) == "" {
+				return tool.Result{}, tool.ArgsError(name, "prompt must not be empty")
+			}
+			req := subagent.Request{Parent: parent, CallID: call.ID, Description: a.Description, Prompt: []llm.Block{llm.Text(a.Prompt)}}
+			if a.SubagentType != "" {
+				var def *subagent.Definition
+				for i := range defs {
+					if defs[i].Name == a.SubagentType {
+						def = &defs[i]
+					}
+				}
+				if def == nil {
+					var names []string
+					for _, d := range defs {
+						names = append(names, d.Name)
+					}
+					return tool.Result{}, fmt.Errorf("unknown subagent_type %q (available: %s)", a.SubagentType, strings.Join(names, ", "))
+				}
+				req.AgentName = def.Name
+				req.Options.Model = def.Model
+				req.Options.SystemPrompt = def.Prompt
+				if len(def.Tools) > 0 {
+					allowed := map[string]bool{}
+					for _, t := range def.Tools {
+						allowed[canonical(t)] = true
+					}
+					req.Options.Tools = func(i tool.Info) bool { return allowed[i.Name] }
+				}
+			}
+			res, err := svc.Delegate(ctx, provider, req)
+			if err != nil {
+				return tool.Result{}, err
+			}
+			meta, _ := json.Marshal(map[string]any{"childSession": res.ChildSession, "stopReason": res.StopReason, "provider": provider})
+			switch res.StopReason {
+			case subagent.Completed:
+				text := llm.TextOf(res.Output)
+				if text == "" {
+					text = "(the subagent finished without a written answer)"
+				}
+				return tool.Result{Content: []llm.Block{llm.Text(text)}, Meta: meta}, nil
+			case subagent.Aborted:
+				return tool.Result{}, errors.New("subagent run was cancelled")
+			case subagent.MaxTokens:
+				return tool.Result{}, errors.New("subagent run hit its token limit before finishing")
+			case subagent.Refusal:
+				return tool.Result{}, errors.New("subagent declined the task")
+			}
+			return tool.Result{}, errors.New("subagent run failed")
+		})
+}
+
+var claudeNames = map[string]string{"Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit", "Glob": "glob",
+	"Grep": "grep", "LS": "ls", "WebFetch": "web_fetch", "WebSearch": "web_search", "TodoWrite": "todo_write"}
+
+func canonical(n string) string {
+	if c, ok := claudeNames[n]; ok {
+		return c
+	}
+	return n
+}
