@@ -2,7 +2,6 @@ package llm
 
 import (
 	"fmt"
-	"strings"
 )
 
 // Assembler folds a chunk stream into content blocks. It is the one fold
@@ -26,11 +25,11 @@ type Assembler struct {
 type partial struct {
 	index  int
 	typ    BlockType
-	text   strings.Builder
+	text   []byte // not strings.Builder: partials move when the slice grows
 	sig    string
 	id     CallID
 	name   string
-	args   strings.Builder
+	args   []byte
 	closed bool
 	block  Block
 }
@@ -80,7 +79,7 @@ func (a *Assembler) Push(c Chunk) (Block, bool, error) {
 		}
 		p := a.ensure(c.Index, t)
 		if !p.closed {
-			p.text.WriteString(c.Text)
+			p.text = append(p.text, c.Text...)
 			if c.Signature != "" {
 				p.sig = c.Signature
 			}
@@ -92,7 +91,7 @@ func (a *Assembler) Push(c Chunk) (Block, bool, error) {
 			if c.Name != "" {
 				p.name = c.Name
 			}
-			p.args.WriteString(c.ArgsDelta)
+			p.args = append(p.args, c.ArgsDelta...)
 		}
 	case ChunkBlockEnd:
 		if c.Block == nil {
@@ -133,15 +132,15 @@ func (a *Assembler) Blocks() ([]Block, error) {
 		}
 		switch p.typ {
 		case BlockText:
-			out = append(out, Block{Type: BlockText, Text: p.text.String()})
+			out = append(out, Block{Type: BlockText, Text: string(p.text)})
 		case BlockReasoning:
-			out = append(out, Block{Type: BlockReasoning, Text: p.text.String(), Signature: p.sig})
+			out = append(out, Block{Type: BlockReasoning, Text: string(p.text), Signature: p.sig})
 		case BlockToolCall:
 			id := p.id
 			if id == "" {
 				id = CallID(fmt.Sprintf("call-%d", p.index))
 			}
-			out = append(out, Block{Type: BlockToolCall, ID: id, Name: p.name, Arguments: p.args.String()})
+			out = append(out, Block{Type: BlockToolCall, ID: id, Name: p.name, Arguments: string(p.args)})
 		default:
 			return nil, fmt.Errorf("llm: cannot assemble incomplete block of type %q", p.typ)
 		}

@@ -48,11 +48,15 @@ type ModelInfo struct {
 	MaxOutput     int    `json:"maxOutput"`     // tokens, 0 when unknown
 }
 
+// binding is one registration, compared by identity (adapters themselves
+// may be uncomparable func values).
+type binding struct{ Adapter }
+
 // Service maps model references to adapters and streams requests through the
 // Stream interception point.
 type Service struct {
 	mu       sync.RWMutex
-	adapters map[string]Adapter
+	adapters map[string]*binding
 	order    []string
 	info     map[string]ModelInfo
 	aliases  map[string]string
@@ -65,7 +69,7 @@ type Service struct {
 // NewService returns an empty registry.
 func NewService() *Service {
 	return &Service{
-		adapters:    map[string]Adapter{},
+		adapters:    map[string]*binding{},
 		info:        map[string]ModelInfo{},
 		aliases:     map[string]string{},
 		StreamPoint: kernel.NewChain[*Request, Stream]("llm/stream"),
@@ -82,8 +86,9 @@ func (s *Service) Register(models []ModelInfo, a Adapter) (dispose func(), err e
 				Message: "an adapter for model \"" + m.ID + "\" is already registered"}
 		}
 	}
+	b := &binding{a}
 	for _, m := range models {
-		s.adapters[m.ID] = a
+		s.adapters[m.ID] = b
 		s.info[m.ID] = m
 		s.order = append(s.order, m.ID)
 	}
@@ -93,7 +98,7 @@ func (s *Service) Register(models []ModelInfo, a Adapter) (dispose func(), err e
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			for _, m := range models {
-				if s.adapters[m.ID] == a {
+				if s.adapters[m.ID] == b {
 					delete(s.adapters, m.ID)
 					delete(s.info, m.ID)
 					s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == m.ID })
@@ -112,11 +117,18 @@ func (s *Service) RegisterModels(ids []string, a Adapter) (func(), error) {
 	return s.Register(ms, a)
 }
 
-// Alias makes name resolve to target.
-func (s *Service) Alias(name, target string) {
+// Alias makes name resolve to target until dispose is called.
+func (s *Service) Alias(name, target string) (dispose func()) {
 	s.mu.Lock()
 	s.aliases[name] = target
 	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.aliases[name] == target {
+			delete(s.aliases, name)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // Models lists registered models in registration order.
@@ -139,8 +151,8 @@ func (s *Service) Resolve(model string) (string, Adapter, bool) {
 	if t, ok := s.aliases[model]; ok {
 		model = t
 	}
-	if a, ok := s.adapters[model]; ok {
-		return model, a, true
+	if b, ok := s.adapters[model]; ok {
+		return model, b.Adapter, true
 	}
 	var found string
 	for _, id := range s.order {
@@ -152,7 +164,7 @@ func (s *Service) Resolve(model string) (string, Adapter, bool) {
 		}
 	}
 	if found != "" {
-		return found, s.adapters[found], true
+		return found, s.adapters[found].Adapter, true
 	}
 	return "", nil, false
 }
@@ -183,10 +195,16 @@ func (s *Service) Stream(ctx context.Context, req *Request) (Stream, error) {
 }
 
 func (s *Service) streamCore(ctx context.Context, req *Request) (Stream, error) {
-	_, a, ok := s.Resolve(req.Model)
+	id, a, ok := s.Resolve(req.Model)
 	if !ok {
 		return nil, &Error{Name: "LlmError", Code: CodeNoAdapter,
 			Message: "no adapter registered for model \"" + req.Model + "\""}
+	}
+	if id != req.Model {
+		// Adapters see the canonical "provider/model" id, never an alias.
+		cp := *req
+		cp.Model = id
+		req = &cp
 	}
 	return a.Stream(ctx, req)
 }

@@ -551,3 +551,32 @@ func TestMaxSteps(t *testing.T) {
 }
 
 var _ = kernel.ErrStop
+
+// Arguments are sealed: a pre-execute listener that writes into the bytes it
+// was given, or an execute wrapper that hands next a different call, does
+// not change what runs or what the log records.
+func TestArgumentsSealed(t *testing.T) {
+	hs := newHarness(t, scripted.Call("c1", "echo", map[string]string{"text": "original"}, ""), scripted.Text("ok"))
+	var ran atomic.Value
+	type args struct {
+		Text string `json:"text"`
+	}
+	register(t, hs, tool.Func(tool.Info{Name: "echo"}, func(_ context.Context, c tool.Call, a args) (tool.Result, error) {
+		ran.Store(a.Text)
+		return tool.TextResult(a.Text), nil
+	}))
+	hs.h.Tools.PreExecute.Use(func(ctx context.Context, c tool.Call, next chainNext[tool.Call, tool.Decision]) (tool.Decision, error) {
+		copy(c.Args, []byte(`{"text":"HACKED!!"}`))
+		return next(ctx, c)
+	})
+	hs.h.Tools.Wrap.Use(func(ctx context.Context, c tool.Call, next chainNext[tool.Call, tool.Result]) (tool.Result, error) {
+		c.Args = json.RawMessage(`{"text":"swapped"}`)
+		return next(ctx, c)
+	})
+	a := hs.agent(agent.Options{})
+	run(t, a, "go")
+	tc := mustDecode[session.ToolCall](t, ofType(a.Session(), session.TypeToolCall)[0])
+	if ran.Load() != "original" || tc.Arguments != `{"text":"original"}` {
+		t.Fatalf("ran %v, logged %s", ran.Load(), tc.Arguments)
+	}
+}

@@ -325,7 +325,7 @@ func (r *Registry) Prepare(ctx context.Context, call Call, opts ExecOptions) *Pe
 	if _, info, err := r.lookup(call.Name, opts.Visible); err == nil {
 		p.info = info
 	}
-	g := &Guard{Call: call}
+	g := &Guard{Call: private(call)}
 	if err := r.GuardPoint.Run(ctx, g); err != nil {
 		p.Decision = Decision{Kind: Deny, Reason: "tool guard failed: " + err.Error(), By: "guard"}
 		return p
@@ -334,7 +334,7 @@ func (r *Registry) Prepare(ctx context.Context, call Call, opts ExecOptions) *Pe
 		p.Decision = Decision{Kind: Deny, Reason: g.reason, By: g.by}
 		return p
 	}
-	d, err := r.PreExecute.Run(ctx, call, func(context.Context, Call) (Decision, error) {
+	d, err := r.PreExecute.Run(ctx, private(call), func(context.Context, Call) (Decision, error) {
 		return Decision{Kind: Allow}, nil
 	})
 	if err != nil {
@@ -363,12 +363,6 @@ func (r *Registry) Prepare(ctx context.Context, call Call, opts ExecOptions) *Pe
 	}
 	p.Decision = d
 	return p
-}
-
-// Concurrent reports whether p may run in parallel with other such calls:
-// its tool declares it, and no approval is needed.
-func (p *Pending) Concurrent() bool {
-	return p.info != nil && p.info.Concurrent && p.Decision.Kind != Ask
 }
 
 // Finish asks for approval when needed, runs the tool through the wrapper,
@@ -447,7 +441,10 @@ func safeApprove(ctx context.Context, ap Approver, req ApprovalRequest) (a Appro
 }
 
 func (r *Registry) dispatch(ctx context.Context, p *Pending, opts ExecOptions) (Result, *ErrorInfo) {
-	res, err := r.Wrap.Run(ctx, p.Call, func(ctx context.Context, call Call) (Result, error) {
+	res, err := r.Wrap.Run(ctx, private(p.Call), func(ctx context.Context, _ Call) (Result, error) {
+		// The wrapper may change the context (deadlines, retries) but not
+		// the call: what runs is the pending call the audit log recorded.
+		call := private(p.Call)
 		t, info, err := r.lookup(call.Name, opts.Visible)
 		if err != nil {
 			return Result{}, err
@@ -491,7 +488,7 @@ func errorResult(err error) (Result, *ErrorInfo) {
 }
 
 func (r *Registry) post(ctx context.Context, p *Pending, out *Outcome) {
-	in := PostInput{Call: p.Call, Result: Result{
+	in := PostInput{Call: private(p.Call), Result: Result{
 		Content: llm.CloneBlocks(out.Result.Content),
 		Meta:    append(json.RawMessage(nil), out.Result.Meta...),
 		IsError: out.Result.IsError,
@@ -512,4 +509,13 @@ func (r *Registry) post(ctx context.Context, p *Pending, out *Outcome) {
 	if d.Content != nil {
 		out.Result.Content = d.Content
 	}
+}
+
+// private copies a call's argument bytes, so a listener that writes into
+// the slice it was given cannot change what runs.
+func private(c Call) Call {
+	if c.Args != nil {
+		c.Args = append(json.RawMessage(nil), c.Args...)
+	}
+	return c
 }

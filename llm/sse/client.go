@@ -333,11 +333,13 @@ func (c *Client) attempt(parent context.Context, newReq func(context.Context) (*
 		return c.readError(parent, wd, err)
 	}
 	sr := NewReaderSize(rd, c.MaxEventSize)
+	var ev Event // one value for the whole stream: &ev escapes
 	for {
-		ev, err := sr.Next()
+		var err error
+		ev, err = sr.Next()
 		if err != nil {
 			if err == io.EOF {
-				return Retryable(c.errorf(llm.CodeStreamClosed, resp.StatusCode, nil,
+				return Retryable(c.errorf(llm.CodeStreamClosed, 0, nil,
 					"stream ended before the end-of-stream marker"), 0)
 			}
 			return c.readError(parent, wd, err)

@@ -1,0 +1,401 @@
+// Package openai is dsh's adapter for OpenAI-compatible Chat Completions
+// APIs (OpenAI, DeepSeek and any server speaking the same wire format). It
+// speaks HTTP and server-sent events itself through [sse.Client]: streaming
+// text, reasoning_content (DeepSeek thinking mode, with its passback rule),
+// tool-call deltas assembled by index, tool_choice, output limits,
+// temperature, stop sequences and usage including cached-prompt tokens.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/llm/sse"
+)
+
+// Adapter streams chat completions from one provider. It is safe for
+// concurrent use.
+type Adapter struct {
+	cfg    Config
+	client sse.Client
+	url    string
+}
+
+// New returns an adapter for cfg.
+func New(cfg Config) (*Adapter, error) {
+	if cfg.Provider == "" {
+		return nil, fmt.Errorf("openai: Config.Provider is required")
+	}
+	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("openai: provider %q: base URL %q is not an http(s) URL", cfg.Provider, cfg.BaseURL)
+	}
+	return &Adapter{
+		cfg:    cfg,
+		client: sse.Client{HTTP: cfg.HTTPClient, Provider: cfg.Provider, Options: cfg.Transport},
+		url:    base + "/chat/completions",
+	}, nil
+}
+
+// Config returns the adapter's configuration.
+func (a *Adapter) Config() Config { return a.cfg }
+
+// errStopped ends the transport loop when the consumer stops iterating.
+var errStopped = errors.New("openai: consumer stopped")
+
+// Stream implements [llm.Adapter]. Errors found before any I/O (a missing
+// key, prefill, unusable tool schemas) are returned directly; everything
+// else ends the stream with an [*llm.Error].
+func (a *Adapter) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
+	if len(req.Prefill) > 0 {
+		return nil, a.badRequest("prefill is not supported by the Chat Completions adapter")
+	}
+	if a.cfg.APIKey == "" && a.cfg.APIKeyEnv != "" {
+		return nil, a.client.Errorf(llm.CodeAuth, "no API key: set %s", a.cfg.APIKeyEnv)
+	}
+	body, err := a.RequestBody(req)
+	if err != nil {
+		if _, ok := llm.AsError(err); ok {
+			return nil, err
+		}
+		return nil, a.badRequest("encoding the request: %v", err)
+	}
+	newReq := func(ctx context.Context) (*http.Request, error) {
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		h := r.Header
+		h.Set("Content-Type", "application/json")
+		h.Set("Accept", "text/event-stream")
+		ua := a.cfg.UserAgent
+		if ua == "" {
+			ua = "dsh"
+		}
+		h.Set("User-Agent", ua)
+		if a.cfg.APIKey != "" {
+			h.Set("Authorization", "Bearer "+a.cfg.APIKey)
+		}
+		for k, v := range a.cfg.Headers {
+			h.Set(k, v)
+		}
+		return r, nil
+	}
+	return func(yield func(llm.Chunk, error) bool) {
+		d := &decoder{client: &a.client, yield: yield}
+		err := a.client.Do(ctx, newReq, d)
+		if err == nil || errors.Is(err, errStopped) {
+			return
+		}
+		yield(llm.Chunk{}, err)
+	}, nil
+}
+
+// ---- response decoding ----
+
+// chunkWire is the part of a chat.completion.chunk the adapter reads.
+type chunkWire struct {
+	Choices  []choiceWire
+	Usage    usageWire
+	HasUsage bool
+	Error    *errorWire
+}
+
+type choiceWire struct {
+	Index        int
+	Delta        deltaWire
+	FinishReason string
+}
+
+type deltaWire struct {
+	Content          string
+	ReasoningContent string
+	Reasoning        string
+	Refusal          string
+	ToolCalls        []toolDeltaWire
+}
+
+type toolDeltaWire struct {
+	Index     int
+	HasIndex  bool
+	ID        string
+	Name      string
+	Arguments string
+}
+
+type usageWire struct {
+	PromptTokens, CompletionTokens, ReasoningTokens int
+	Cached, Hit, Miss                               int
+	HasCached, HasHit, HasMiss                      bool
+}
+
+type errorWire struct {
+	Message, Type, Code string
+}
+
+type block struct {
+	typ  llm.BlockType
+	wire int // tool_calls[].index
+	id   string
+	name string
+	buf  []byte // text, reasoning or arguments
+}
+
+type decoder struct {
+	client  *sse.Client
+	yield   func(llm.Chunk, error) bool
+	emitted bool
+
+	blocks    []block // position == harness index
+	text      int
+	reasoning int
+	finish    string
+	refusal   bool
+	usage     llm.Usage
+	hasUsage  bool
+
+	sc sse.JSONScanner
+	w  chunkWire
+}
+
+func (d *decoder) Reset() {
+	d.emitted = false
+	d.blocks = d.blocks[:0]
+	d.text, d.reasoning = -1, -1
+	d.finish, d.refusal = "", false
+	d.usage, d.hasUsage = llm.Usage{}, false
+}
+
+func (d *decoder) Emitted() bool { return d.emitted }
+
+func (d *decoder) emit(c llm.Chunk) error {
+	d.emitted = true
+	if !d.yield(c, nil) {
+		return errStopped
+	}
+	return nil
+}
+
+func (d *decoder) open(t llm.BlockType) (int, error) {
+	d.blocks = append(d.blocks, block{typ: t})
+	i := len(d.blocks) - 1
+	return i, d.emit(llm.StartChunk(i, t))
+}
+
+func (d *decoder) Event(ev *sse.Event) (bool, error) {
+	data := bytes.TrimSpace(ev.Data)
+	if len(data) == 0 {
+		return false, nil
+	}
+	if string(data) == "[DONE]" {
+		return true, d.end()
+	}
+	w := &d.w
+	if err := d.parse(data); err != nil {
+		if ev.Partial {
+			return false, sse.Retryable(d.client.Errorf(llm.CodeStreamClosed,
+				"stream cut off in the middle of an event"), 0)
+		}
+		return false, d.client.Errorf(llm.CodeProtocol, "malformed JSON in stream event (%v): %s", err, clip(data))
+	}
+	if w.Error != nil {
+		return false, d.streamError(w.Error)
+	}
+	for i := range w.Choices {
+		ch := &w.Choices[i]
+		if ch.Index != 0 {
+			continue
+		}
+		if err := d.delta(&ch.Delta); err != nil {
+			return false, err
+		}
+		if ch.FinishReason != "" {
+			d.finish = ch.FinishReason
+		}
+	}
+	if w.HasUsage {
+		d.usage, d.hasUsage = mapUsage(&w.Usage), true
+	}
+	return false, nil
+}
+
+func (d *decoder) delta(dw *deltaWire) error {
+	reasoning := dw.ReasoningContent
+	if reasoning == "" {
+		reasoning = dw.Reasoning
+	}
+	if reasoning != "" {
+		if d.reasoning < 0 {
+			i, err := d.open(llm.BlockReasoning)
+			d.reasoning = i
+			if err != nil {
+				return err
+			}
+		}
+		b := &d.blocks[d.reasoning]
+		b.buf = append(b.buf, reasoning...)
+		if err := d.emit(llm.ReasoningChunk(d.reasoning, reasoning)); err != nil {
+			return err
+		}
+	}
+	content := dw.Content
+	if dw.Refusal != "" {
+		d.refusal = true
+		content += dw.Refusal
+	}
+	if content != "" {
+		if d.text < 0 {
+			i, err := d.open(llm.BlockText)
+			d.text = i
+			if err != nil {
+				return err
+			}
+		}
+		b := &d.blocks[d.text]
+		b.buf = append(b.buf, content...)
+		if err := d.emit(llm.TextChunk(d.text, content)); err != nil {
+			return err
+		}
+	}
+	for pos := range dw.ToolCalls {
+		tc := &dw.ToolCalls[pos]
+		key := pos
+		if tc.HasIndex {
+			key = tc.Index
+		}
+		idx := -1
+		for i := range d.blocks {
+			if d.blocks[i].typ == llm.BlockToolCall && d.blocks[i].wire == key {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			i, err := d.open(llm.BlockToolCall)
+			d.blocks[i].wire = key
+			idx = i
+			if err != nil {
+				return err
+			}
+		}
+		b := &d.blocks[idx]
+		if tc.ID != "" {
+			b.id = tc.ID
+		}
+		if tc.Name != "" {
+			b.name = tc.Name
+		}
+		b.buf = append(b.buf, tc.Arguments...)
+		if err := d.emit(llm.ToolDeltaChunk(idx, llm.CallID(b.id), b.name, tc.Arguments)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end runs at [DONE]: close every block, then usage, then finish.
+func (d *decoder) end() error {
+	for i := range d.blocks {
+		b := &d.blocks[i]
+		if b.typ != llm.BlockToolCall {
+			continue
+		}
+		if b.id == "" {
+			return d.client.Errorf(llm.CodeProtocol, "tool call %d (%q) arrived without an id", b.wire, b.name)
+		}
+		if b.name == "" {
+			return d.client.Errorf(llm.CodeProtocol, "tool call %q arrived without a function name", b.id)
+		}
+	}
+	var kind string
+	switch d.finish {
+	case "", "stop", "end_turn", "eos":
+		kind = llm.FinishStop
+		if d.refusal {
+			kind = llm.FinishRefusal
+		}
+	case "tool_calls", "function_call":
+		kind = llm.FinishToolCalls
+	case "length":
+		kind = llm.FinishMaxTokens
+	case "content_filter":
+		kind = llm.FinishRefusal
+	case "insufficient_system_resource", "error":
+		return d.client.Errorf(llm.CodeServer, "model stopped: %s", d.finish)
+	default:
+		kind = llm.FinishStop
+	}
+	for i := range d.blocks {
+		b := &d.blocks[i]
+		var blk llm.Block
+		switch b.typ {
+		case llm.BlockToolCall:
+			blk = llm.ToolCall(llm.CallID(b.id), b.name, string(b.buf))
+		default:
+			blk = llm.Block{Type: b.typ, Text: string(b.buf)}
+		}
+		if err := d.emit(llm.EndChunk(i, blk)); err != nil {
+			return err
+		}
+	}
+	if d.hasUsage {
+		if err := d.emit(llm.UsageChunk(d.usage)); err != nil {
+			return err
+		}
+	}
+	return d.emit(llm.FinishChunk(kind))
+}
+
+func (d *decoder) streamError(e *errorWire) error {
+	c := sse.ClassifyError(e.Type, e.Code, e.Message)
+	detail := e.Type
+	if detail == "" {
+		detail = e.Code
+	}
+	msg := e.Message
+	if msg == "" {
+		msg = "(no message)"
+	}
+	err := d.client.Errorf(c, "error in stream (%s): %s", orDash(detail), msg)
+	if c == llm.CodeServer || c == llm.CodeRateLimit {
+		return sse.Retryable(err, 0)
+	}
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func mapUsage(u *usageWire) llm.Usage {
+	out := llm.Usage{OutputTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens}
+	cached := 0
+	if u.HasCached {
+		cached = u.Cached
+	}
+	if u.HasHit && u.Hit > cached {
+		cached = u.Hit
+	}
+	prompt := u.PromptTokens
+	if prompt == 0 && u.HasMiss {
+		prompt = u.Miss + cached
+	}
+	out.InputTokens = max(prompt-cached, 0)
+	out.CacheReadTokens = max(cached, 0)
+	return out
+}
+
+func clip(b []byte) string {
+	if len(b) > 240 {
+		return string(b[:240]) + "…"
+	}
+	return string(b)
+}
