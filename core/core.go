@@ -68,6 +68,9 @@ func New(opts Options) (*Host, error) {
 		if err := invariants.Install(h.Scope, h.Sessions); err != nil {
 			return nil, err
 		}
+		if err := invariants.InstallStatus(h.Scope, h.Agents.Hub.Status); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }

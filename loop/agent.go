@@ -242,6 +242,9 @@ func (a *loopAgent) settleIdleLocked() {
 
 // setStatus records a real transition and announces it. A failing listener
 // is logged: it can neither break the loop nor starve WhenIdle.
+// setStatus records a real transition and announces it. Only the driver
+// goroutine calls it (and only the driver announces disposal, as it exits),
+// so announcements can never arrive out of order.
 func (a *loopAgent) setStatus(s agent.Status) {
 	a.mu.Lock()
 	if a.status == s || a.status == agent.Disposed {
@@ -249,11 +252,21 @@ func (a *loopAgent) setStatus(s agent.Status) {
 		return
 	}
 	a.status = s
-	if s != agent.Running {
-		a.settleIdleLocked()
-	}
 	a.mu.Unlock()
-	if err := a.l.d.Agents.Hub.Status.EmitAll(a.ctx, agent.StatusChange{Agent: a, Status: s}); err != nil {
+	a.announce(s)
+	if s != agent.Running {
+		// Waiters wake after the announcement, so whoever waited sees the
+		// status listeners' effects.
+		a.mu.Lock()
+		if a.status == s {
+			a.settleIdleLocked()
+		}
+		a.mu.Unlock()
+	}
+}
+
+func (a *loopAgent) announce(s agent.Status) {
+	if err := a.l.d.Agents.Hub.Status.EmitAll(context.WithoutCancel(a.ctx), agent.StatusChange{Agent: a, Status: s}); err != nil {
 		a.l.d.Logger.Warn("agent/status listener failed", "agent", a.id, "err", err)
 	}
 }
@@ -265,6 +278,8 @@ func (a *loopAgent) reportError(turn, step int, err error) {
 }
 
 // stop begins disposal; it never blocks on the driver.
+// stop begins disposal; it never blocks on the driver. The driver
+// announces "disposed" when it exits, after the turn in flight closed.
 func (a *loopAgent) stop() {
 	a.mu.Lock()
 	if a.disposed {
@@ -281,9 +296,6 @@ func (a *loopAgent) stop() {
 	if sc != nil {
 		sc(errDisposedCause)
 	}
-	if err := a.l.d.Agents.Hub.Status.EmitAll(context.WithoutCancel(a.ctx), agent.StatusChange{Agent: a, Status: agent.Disposed}); err != nil {
-		a.l.d.Logger.Warn("agent/status listener failed", "agent", a.id, "err", err)
-	}
 }
 
 func (a *loopAgent) isDisposed() bool {
@@ -296,7 +308,10 @@ func (a *loopAgent) run() { go a.drive() }
 
 // drive is the driver goroutine: one turn per drain of the queue.
 func (a *loopAgent) drive() {
-	defer close(a.done)
+	defer func() {
+		a.announce(agent.Disposed)
+		close(a.done)
+	}()
 	for {
 		a.mu.Lock()
 		for len(a.queue) == 0 && !a.disposed {

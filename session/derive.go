@@ -131,11 +131,15 @@ func typedMessage(typ string, data any) *llm.Message {
 	var m llm.Message
 	switch v := data.(type) {
 	case Prompt:
+		content, ok := wireBlocks(v.Content)
+		if !ok {
+			return nil
+		}
 		switch typ {
 		case TypeUserMessage:
-			m = llm.Message{Role: llm.RoleUser, Content: llm.CloneBlocks(v.Content)}
+			m = llm.Message{Role: llm.RoleUser, Content: content}
 		case TypeContextMessage:
-			m = envelope("context", v.Source, llm.CloneBlocks(v.Content))
+			m = envelope("context", v.Source, content)
 		default:
 			return nil
 		}
@@ -143,12 +147,19 @@ func typedMessage(typ string, data any) *llm.Message {
 		if typ != TypeAssistantMessage {
 			return nil
 		}
-		m = llm.Message{Role: llm.RoleAssistant, Content: llm.CloneBlocks(v.Content)}
+		content, ok := wireBlocks(v.Content)
+		if !ok {
+			return nil
+		}
+		m = llm.Message{Role: llm.RoleAssistant, Content: content}
 	case ToolResult:
 		if typ != TypeToolResult {
 			return nil
 		}
-		content := llm.CloneBlocks(v.Content)
+		content, ok := wireBlocks(v.Content)
+		if !ok {
+			return nil
+		}
 		if content == nil {
 			content = []llm.Block{}
 		}
@@ -157,11 +168,51 @@ func typedMessage(typ string, data any) *llm.Message {
 		if typ != TypeSteeringMessage {
 			return nil
 		}
-		m = envelope("steering", v.Source, llm.CloneBlocks(v.Content))
+		content, ok := wireBlocks(v.Content)
+		if !ok {
+			return nil
+		}
+		m = envelope("steering", v.Source, content)
 	default:
 		return nil
 	}
 	return &m
+}
+
+// wireBlocks deep-copies content as the log will hold it: each block keeps
+// only the fields its variant writes to JSON (see llm.Block.MarshalJSON),
+// so the history derived from a live append is the one a resumed session
+// derives from disk. ok is false for plugin blocks, whose decoded form
+// depends on their raw JSON; the caller then derives from the log.
+func wireBlocks(bs []llm.Block) (out []llm.Block, ok bool) {
+	if bs == nil {
+		return nil, true
+	}
+	out = make([]llm.Block, len(bs))
+	for i, b := range bs {
+		switch b.Type {
+		case llm.BlockText:
+			out[i] = llm.Block{Type: b.Type, Text: b.Text, Cache: b.Cache}
+		case llm.BlockReasoning:
+			out[i] = llm.Block{Type: b.Type, Text: b.Text, Signature: b.Signature, Redacted: b.Redacted}
+		case llm.BlockToolCall:
+			out[i] = llm.Block{Type: b.Type, ID: b.ID, Name: b.Name, Arguments: b.Arguments}
+		case llm.BlockToolResult:
+			inner, ok := wireBlocks(b.Content)
+			if !ok {
+				return nil, false
+			}
+			if inner == nil {
+				inner = []llm.Block{}
+			}
+			out[i] = llm.Block{Type: b.Type, ToolCallID: b.ToolCallID, Content: inner, IsError: b.IsError, Cache: b.Cache}
+		case llm.BlockImage:
+			out[i] = llm.Block{Type: b.Type, URL: b.URL, MimeType: b.MimeType, Cache: b.Cache}
+		default:
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 func (d *deriver) derive(e Event) (llm.Message, bool, error) {

@@ -288,7 +288,7 @@ func (s *Session) appendRaw(ctx context.Context, cond func(TurnState) bool, typ 
 		n := s.notify
 		s.mu.Unlock()
 		if n != nil {
-			if err := n(ctx, s, next); err != nil && first == nil {
+			if err := deliver(ctx, n, s, next); err != nil && first == nil {
 				first = err
 			}
 		}
