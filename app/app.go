@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
 	"github.com/dshq/dsh/llm/providers"
+	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
@@ -41,9 +41,9 @@ import (
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/bashtool"
 	"github.com/dshq/dsh/tools/fstool"
+	"github.com/dshq/dsh/tools/searchtool"
 	"github.com/dshq/dsh/tools/task"
-	// searchtool: added when it lands
-	// todo: added when it lands
+	"github.com/dshq/dsh/tools/todo"
 )
 
 // Options configure an app.
@@ -72,6 +72,9 @@ type Options struct {
 	UserHome string
 	// TrustProject lets project hooks run (the user trusted the directory).
 	TrustProject func(dir string) bool
+	// Permission is the permission checker (modes, rules, session rules);
+	// nil allows everything the tools allow.
+	Permission *permission.Checker
 	// NoSync skips fsync (tests, benchmarks).
 	NoSync bool
 	// Invariants enables the live contract checker.
@@ -96,8 +99,11 @@ type App struct {
 	Compactor *compact.Compactor
 	// Subagents runs child agents.
 	Subagents *subagent.Service
-	opts      Options
-	exec      *local.Executor
+	// Permission is the installed checker (nil when none).
+	Permission *permission.Checker
+	claude     *hooks.Bridge
+	opts       Options
+	exec       *local.Executor
 }
 
 // ErrNoModel is returned when a model was named but nothing serves it.
@@ -121,7 +127,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Host: h, opts: o}
+	a := &App{Host: h, opts: o, Permission: o.Permission}
 	fail := func(err error) (*App, error) {
 		_ = h.Close(ctx)
 		return nil, err
@@ -159,6 +165,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 	// Hooks of both dialects.
 	if err := a.installHooks(); err != nil {
 		return fail(err)
+	}
+	// Permissions last: their listener is outermost, so hooks may tighten
+	// a decision but only an explicit hook "allow" answers an ask.
+	if o.Permission != nil {
+		if _, err := h.Use(ctx, "permission", o.Permission.Plugin()); err != nil {
+			return fail(err)
+		}
 	}
 	// Prompt.
 	_ = h.Scope.Add(h.Prompt.Section(prompt.Section{Name: "identity", Order: 0, Text: identity}))
@@ -231,14 +244,18 @@ func (a *App) installTools() error {
 	var tools []tool.Tool
 	tools = append(tools, bashtool.Tools(runner, bashtool.Options{Logger: o.Logger})...)
 	tools = append(tools, fstool.Tools(files, tracker, fstool.Options{})...)
-	// tools = append(tools, searchtool.Tools(searchtool.Options{})...)
-	// tools = append(tools, todo.Tools()...)
+	tools = append(tools, searchtool.Tools(searchtool.Options{})...)
+	tools = append(tools, todo.New())
 	return h.Tools.RegisterAll(h.Scope, tools...)
 }
 
 // AgentOptions are the per-agent options from flags and settings.
 func (a *App) AgentOptions(approver tool.Approver) agent.Options {
 	o := a.opts
+	if a.claude != nil {
+		// PermissionRequest hooks see every question first.
+		approver = a.claude.Approver(approver)
+	}
 	opts := agent.Options{
 		Model:        a.Model,
 		SystemPrompt: joinNonEmpty(o.Settings.SystemPrompt, o.AppendSystemPrompt),
@@ -247,15 +264,6 @@ func (a *App) AgentOptions(approver tool.Approver) agent.Options {
 	}
 	if o.MaxTurns > 0 {
 		opts.MaxSteps = o.MaxTurns
-	}
-	if len(o.AllowedTools) > 0 || len(o.DisallowedTools) > 0 {
-		allowed, denied := toolNames(o.AllowedTools), toolNames(o.DisallowedTools)
-		opts.Tools = func(i tool.Info) bool {
-			if slices.Contains(denied, i.Name) {
-				return false
-			}
-			return len(allowed) == 0 || slices.Contains(allowed, i.Name)
-		}
 	}
 	return opts
 }
@@ -381,6 +389,9 @@ func (a *App) installHooks() error {
 		}, h.Agents)
 		if err := b.Install(h.Scope, h.Tools, h.Sessions, a.Compactor); err != nil {
 			return err
+		}
+		if dialect == hooks.Claude {
+			a.claude = b
 		}
 	}
 	return nil

@@ -63,6 +63,7 @@ type flags struct {
 	settingsFile       string
 	addDirs            []string
 	verbose            bool
+	trust              bool
 }
 
 // Main runs dsh and returns the process exit code.
@@ -120,13 +121,14 @@ func newRoot(stdio IO) *cobra.Command {
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
 	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id")
 	fl.StringVar(&f.permissionMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
-	fl.StringSliceVar(&f.allowedTools, "allowedTools", nil, "tools the agent may see (e.g. \"Read,Bash(git:*)\")")
-	fl.StringSliceVar(&f.disallowedTools, "disallowedTools", nil, "tools hidden from the agent")
+	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, "permission rules that allow without asking (e.g. \"Read Bash(git diff:*)\")")
+	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "permission rules that deny (e.g. \"Bash(rm:*)\")")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model calls in a turn (headless)")
 	fl.StringVar(&f.settingsFile, "settings", "", "an extra settings file, applied last")
 	fl.StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories the tools may use")
 	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
+	fl.BoolVar(&f.trust, "trust", false, "trust this project's settings, hooks and MCP servers (recorded in $DSH_HOME/trust.json)")
 	root.AddCommand(newSessionsCmd(stdio), newVersionCmd(stdio))
 	for _, c := range extraCommands {
 		root.AddCommand(c(stdio))
@@ -175,10 +177,16 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	if err != nil {
 		return nil, nil, usageErr("cannot read the working directory: %v", err)
 	}
-	s, sources, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: f.settingsFile})
+	_, sources, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: f.settingsFile})
 	if err != nil {
 		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
+	trusted, err := projectTrust(stdio, h, cwd, f.trust)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	sources = trustedSources(sources, trusted)
+	s := merged(sources)
 	if f.permissionMode != "" && !contains(settings.Modes, f.permissionMode) {
 		return nil, nil, usageErr("unknown --permission-mode %q (want one of %s)", f.permissionMode, strings.Join(settings.Modes, ", "))
 	}
@@ -195,7 +203,16 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 		}
 		addDirs = append(addDirs, abs)
 	}
+	checker, warnings, err := permissions(sources, f, h, userHome(stdio.Env), cwd, addDirs)
+	if err != nil {
+		closeLog()
+		return nil, nil, usageErr("%v", err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stdio.Err, "dsh: "+w)
+	}
 	a, err := app.New(ctx, app.Options{
+		Permission: checker, TrustProject: func(string) bool { return trusted },
 		Home: h, Cwd: cwd, Settings: s, Sources: sources, Env: stdio.Env, Logger: log, UserHome: userHome(stdio.Env),
 		Model: f.model, AllowedTools: f.allowedTools, DisallowedTools: f.disallowedTools,
 		AppendSystemPrompt: f.appendSystemPrompt, MaxTurns: f.maxTurns, AddDirs: addDirs,

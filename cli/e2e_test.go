@@ -133,7 +133,8 @@ func TestHeadlessToolTurn(t *testing.T) {
 			}}
 			srv := httptest.NewServer(ds)
 			defer srv.Close()
-			r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--output-format", format, "change hello to goodbye in notes.txt")
+			r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--output-format", format,
+				"--allowedTools", "Bash(printf:*) Edit", "change hello to goodbye in notes.txt")
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 			}
@@ -266,5 +267,38 @@ func TestHeadlessFailures(t *testing.T) {
 	r := dsh(t, dir, home, "http://127.0.0.1:1", "", "-p", "--model", "deepseek/deepseek-chat", "hi")
 	if r.code != 1 || !strings.Contains(strings.ToLower(r.stderr), "deepseek") {
 		t.Errorf("unreachable provider: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// Headless runs have no approver: a call that would ask fails closed with a
+// reason the model reads, and nothing is written.
+func TestHeadlessAskFailsClosed(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	ds := &deepseek{replies: []string{
+		toolReply("call_1", "bash", map[string]string{"command": "printf 'x' > made.txt", "description": "write"}),
+		textReply("I could not run it."),
+	}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "make a file")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made.txt")); err == nil {
+		t.Fatal("the command ran without approval")
+	}
+	ds.mu.Lock()
+	msgs, _ := json.Marshal(ds.requests[1]["messages"])
+	ds.mu.Unlock()
+	if !strings.Contains(string(msgs), "no approver is attached") {
+		t.Fatalf("the model must read why: %s", msgs)
+	}
+	// bypassPermissions from the command line runs it.
+	ds.mu.Lock()
+	ds.replies = []string{toolReply("call_1", "bash", map[string]string{"command": "printf 'x' > made.txt", "description": "write"}), textReply("done")}
+	ds.mu.Unlock()
+	r = dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--permission-mode", "bypassPermissions", "make a file")
+	if _, err := os.Stat(filepath.Join(dir, "made.txt")); err != nil || r.code != 0 {
+		t.Fatalf("bypass did not run it: %+v", r)
 	}
 }

@@ -391,7 +391,7 @@ func (b *Bridge) preTool(ctx context.Context, c tool.Call, next kernel.Next[tool
 	case "ask":
 		d = tool.Decision{Kind: tool.Ask, Reason: m.Reason, By: by}
 	case "allow":
-		d = tool.Decision{Kind: tool.Allow, Reason: m.Reason, By: by}
+		d = tool.Decision{Kind: tool.Allow, Reason: m.Reason, By: by, Approved: true}
 	default:
 		var err error
 		if d, err = next(ctx, c); err != nil {
@@ -400,18 +400,6 @@ func (b *Bridge) preTool(ctx context.Context, c tool.Call, next kernel.Next[tool
 	}
 	if rewrite != nil && d.Kind != tool.Deny && d.Args == nil {
 		d.Args, d.By = rewrite, by
-	}
-	if d.Kind == tool.Ask {
-		// PermissionRequest hooks may answer the question themselves.
-		pm, _, pok := b.dispatch(call{event: "PermissionRequest", subject: ToolName(b.o.Dialect, c.Name), a: a, ctx: ctx, fields: b.toolFields(c)})
-		if pok {
-			switch pm.Decision {
-			case "allow":
-				d.Kind, d.By = tool.Allow, "hook:"+b.o.Dialect+":PermissionRequest"
-			case "deny":
-				return tool.Decision{Kind: tool.Deny, Reason: firstNonEmpty(pm.Reason, "denied by PermissionRequest hook"), By: "hook:" + b.o.Dialect + ":PermissionRequest"}, nil
-			}
-		}
 	}
 	return d, nil
 }
@@ -559,4 +547,26 @@ func (b *Bridge) notification(ctx context.Context, ap session.Appended) error {
 			"session_id": string(a.Session().ID()), "cwd": a.Session().Cwd()}})
 	}()
 	return nil
+}
+
+// Approver wraps the agent's approver: PermissionRequest hooks see every
+// question first and may answer it (allow or deny); otherwise inner (which
+// may be nil: fail closed) is asked.
+func (b *Bridge) Approver(inner tool.Approver) tool.Approver {
+	return tool.ApproverFunc(func(ctx context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
+		a := b.agentOf(req.Call.Host)
+		m, _, ok := b.dispatch(call{event: "PermissionRequest", subject: ToolName(b.o.Dialect, req.Call.Name), a: a, ctx: ctx, fields: b.toolFields(req.Call)})
+		if ok {
+			switch m.Decision {
+			case "allow":
+				return tool.Approval{Allow: true, By: "hook:" + b.o.Dialect + ":PermissionRequest"}, nil
+			case "deny":
+				return tool.Approval{Allow: false, Reason: firstNonEmpty(m.Reason, "denied by PermissionRequest hook"), By: "hook:" + b.o.Dialect + ":PermissionRequest"}, nil
+			}
+		}
+		if inner == nil {
+			return tool.Approval{Allow: false, By: "none", Reason: fmt.Sprintf("tool %q requires approval, but no approver is attached to this agent (headless or non-interactive); allow it in the permission settings or run interactively", req.Call.Name)}, nil
+		}
+		return inner.Approve(ctx, req)
+	})
 }

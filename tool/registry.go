@@ -35,6 +35,10 @@ type Decision struct {
 	Args   json.RawMessage
 	// By names who decided (a plugin or hook), for the audit log.
 	By string
+	// Approved marks an allow that answers the permission question itself
+	// (a user-configured hook's "allow"): an ask from rules or modes
+	// further out does not apply. Deny rules, which are guards, still do.
+	Approved bool
 }
 
 // Context is model-facing text a listener attaches to a call's outcome; it

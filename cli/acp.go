@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dshq/dsh/acp"
+	"github.com/dshq/dsh/settings"
+)
+
+func init() { extraCommands = append(extraCommands, newACPCmd) }
+
+// newACPCmd is `dsh acp`: the Agent Client Protocol over stdio, for
+// editors (Zed, and any ACP client). Standard output carries protocol
+// frames only; diagnostics go to $DSH_HOME/logs/dsh.log, and warnings also
+// to standard error, which editors show in their logs.
+func newACPCmd(stdio IO) *cobra.Command {
+	var model, mode, settingsFile string
+	var verbose, trustFlag bool
+	cmd := &cobra.Command{
+		Use:   "acp",
+		Short: "serve the Agent Client Protocol on stdio (for editors such as Zed)",
+		Long: `dsh acp speaks the Agent Client Protocol on standard input and output, so an
+editor can run dsh as its agent. Each editor session is a dsh session: it can
+be listed, shown and continued with the dsh command, and the other way round.
+
+Zed (settings.json):
+  "agent_servers": { "dsh": { "command": "dsh", "args": ["acp"] } }`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := home(stdio.Env)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if mode != "" && !contains(settings.Modes, mode) {
+				return usageErr("unknown --permission-mode %q (want one of %s)", mode, strings.Join(settings.Modes, ", "))
+			}
+			fileLog, closeLog, err := logger(h, verbose)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer closeLog()
+			log := slog.New(slog.NewMultiHandler(fileLog.Handler(),
+				slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			out := stdio.Out
+			if f, ok := out.(*os.File); ok && f == os.Stdout {
+				claimed, err := acp.ClaimStdout()
+				if err != nil {
+					log.Warn("acp: cannot protect standard output; serving on it directly", "err", err)
+				} else {
+					defer claimed.Close()
+					out = claimed
+				}
+			}
+			cwd, _ := os.Getwd()
+			return acp.Serve(cmd.Context(), stdio.In, out, acp.Options{
+				Home: h, Env: stdio.Env, Logger: log, Model: model, PermissionMode: mode,
+				SettingsFile: settingsFile, Version: Version, Cwd: cwd, UserHome: userHome(stdio.Env),
+				// No prompt can be shown over ACP: a workspace's own
+				// configuration applies once trusted (interactively, or
+				// with --trust, which records it).
+				Trusted: func(dir string) bool {
+					ok, err := projectTrust(IO{Err: stdio.Err, Env: stdio.Env}, h, dir, trustFlag)
+					if err != nil {
+						log.Warn("acp: project trust", "cwd", dir, "err", err)
+					}
+					return ok
+				},
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&model, "model", "", "default model of new sessions, provider/model or an alias (editors can switch per session)")
+	fl.StringVar(&mode, "permission-mode", "", "starting permission mode: default, acceptEdits, plan or bypassPermissions")
+	fl.StringVar(&settingsFile, "settings", "", "an extra settings file, applied last in every workspace")
+	fl.BoolVar(&trustFlag, "trust", false, "trust the settings, hooks and MCP servers of the projects the editor opens (recorded in $DSH_HOME/trust.json)")
+	fl.BoolVar(&verbose, "verbose", false, "log debug details to the log file")
+	return cmd
+}

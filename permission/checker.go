@@ -1,0 +1,342 @@
+package permission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/tool"
+)
+
+// Config is everything a [Checker] starts from. The caller (the app)
+// gathers it from the settings layers and flags; [FromSettings] does the
+// settings part.
+type Config struct {
+	// Mode is the starting mode ("" is default).
+	Mode Mode
+	// ModeSource is the layer Mode came from (LayerUser, LayerProject,
+	// LayerLocal, LayerFlag, LayerCLI). bypassPermissions from a project
+	// or local layer is refused.
+	ModeSource string
+	// Rules are the allow, ask and deny rules with the file each came from.
+	Rules []Rule
+	// Roots are the workspace directories besides the session cwd
+	// (--add-dir, permissions.additionalDirectories). Relative roots are
+	// relative to the session cwd; ~ is expanded.
+	Roots []string
+	// Home expands ~ in rules and roots; empty means the user's home.
+	Home string
+	// Cwd is the project root used for calls that carry no host (tests,
+	// subsystems calling tools directly); empty means the process cwd.
+	Cwd string
+}
+
+// Checker decides tool calls: it is the permission layer. Create one per
+// running app with [New], attach it to a tool registry with
+// [Checker.Install], and drive it from the front-end ([Checker.SetMode],
+// [Checker.Rules], [Checker.AddRule]). It is safe for concurrent use.
+type Checker struct {
+	home  string
+	cwd   string
+	roots []string
+
+	mu       sync.RWMutex
+	mode     Mode
+	prePlan  Mode
+	global   *ruleSet
+	sessions map[string]*sessionState
+	warnings []string
+
+	reg       atomic.Pointer[tool.Registry]
+	realCache sync.Map // directory → its realpath
+
+	// ModeChanged fires after every mode switch, so status lines and ACP
+	// clients follow the mode when an approved plan changes it.
+	ModeChanged *kernel.Signal[ModeChange]
+}
+
+// ruleSet is an immutable list of parsed rules, indexed by behavior.
+// Changes replace the whole set, so Decide never holds a lock while
+// matching.
+type ruleSet struct {
+	all []*rule
+	by  [3][]*rule // indexed by Behavior.strength()
+}
+
+func newRuleSet(rules []*rule) *ruleSet {
+	rs := &ruleSet{all: rules}
+	for _, r := range rules {
+		i := r.Behavior.strength()
+		rs.by[i] = append(rs.by[i], r)
+	}
+	return rs
+}
+
+// sessionState holds one session's rules: the remembered "allow for this
+// session" answers and /permissions additions, recovered from the log on
+// resume.
+type sessionState struct {
+	parent  string
+	rules   *ruleSet
+	pending []RuleEvent // to record at the session's next step
+}
+
+// New parses every rule up front, so a bad rule stops dsh at startup with
+// the rule and its file named instead of misbehaving later. All invalid
+// rules are reported at once.
+//
+// A bypassPermissions mode from a project or local layer is downgraded to
+// default with a warning (see [Checker.Warnings]) rather than refused:
+// refusing would let any repository stop dsh from starting, and ignoring it
+// silently would hide an attempted escalation.
+func New(cfg Config) (*Checker, error) {
+	mode, err := ParseMode(string(cfg.Mode))
+	if err != nil {
+		return nil, err
+	}
+	c := &Checker{
+		home:        cfg.Home,
+		cwd:         cfg.Cwd,
+		sessions:    map[string]*sessionState{},
+		ModeChanged: kernel.NewSignal[ModeChange]("permission/mode"),
+	}
+	if mode == ModeBypass && !userChosen(cfg.ModeSource) {
+		c.warnings = append(c.warnings, fmt.Sprintf("permission: ignoring defaultMode bypassPermissions from the %s settings: only you can choose it (--permission-mode or your user settings); using default mode", cfg.ModeSource))
+		mode = ModeDefault
+	}
+	c.mode = mode
+	if c.home == "" {
+		c.home, _ = os.UserHomeDir()
+	}
+	if c.cwd == "" {
+		c.cwd, _ = os.Getwd()
+	}
+	var errs []error
+	parsed := make([]*rule, 0, len(cfg.Rules))
+	for _, r := range cfg.Rules {
+		pr, err := parseRule(r, c.home)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		parsed = append(parsed, pr)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c.global = newRuleSet(parsed)
+	for _, root := range cfg.Roots {
+		if root == "~" || strings.HasPrefix(root, "~/") {
+			root = c.home + root[1:]
+		}
+		if root != "" {
+			c.roots = append(c.roots, filepath.Clean(root))
+		}
+	}
+	return c, nil
+}
+
+// Warnings returns what New downgraded or ignored, for the app to show.
+func (c *Checker) Warnings() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Clone(c.warnings)
+}
+
+// Mode returns the current mode.
+func (c *Checker) Mode() Mode {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.mode
+}
+
+// SetMode switches the mode at the user's request (shift+tab, /mode, ACP
+// session/set_mode). Entering plan mode remembers the mode to return to
+// when the plan is approved.
+func (c *Checker) SetMode(m Mode) error {
+	if _, err := ParseMode(string(m)); err != nil || m == "" {
+		return fmt.Errorf("permission: unknown mode %q", m)
+	}
+	c.switchMode(m, "user")
+	return nil
+}
+
+func (c *Checker) switchMode(m Mode, by string) {
+	c.mu.Lock()
+	from := c.mode
+	if m == ModePlan && from != ModePlan {
+		c.prePlan = from
+	}
+	c.mode = m
+	c.mu.Unlock()
+	if from != m {
+		_ = c.ModeChanged.EmitAll(context.Background(), ModeChange{From: from, To: m, By: by})
+	}
+}
+
+// Rules returns the effective rules for a session ("" for none): the
+// configured and runtime rules first, then the session's own (and its
+// parent's, for subagents), each with the file or "session" it came from.
+// This is what /permissions shows.
+func (c *Checker) Rules(sessionID string) []Rule {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []Rule
+	for _, r := range c.global.all {
+		out = append(out, r.Rule)
+	}
+	for _, s := range c.sessionChainLocked(sessionID) {
+		for _, r := range s.rules.all {
+			out = append(out, r.Rule)
+		}
+	}
+	return out
+}
+
+// AddRule adds a process-wide rule at run time (/permissions add). Source
+// names where the front-end persisted it (a settings file path) or "cli".
+func (c *Checker) AddRule(r Rule) error {
+	pr, err := parseRule(r, c.home)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.global = newRuleSet(append(slices.Clone(c.global.all), pr))
+	return nil
+}
+
+// RemoveRule removes process-wide rules with this text and behavior (and
+// source, when not empty). It reports whether any was removed.
+func (c *Checker) RemoveRule(r Rule) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept, removed := removeMatching(c.global.all, r)
+	if removed {
+		c.global = newRuleSet(kept)
+	}
+	return removed
+}
+
+func removeMatching(rules []*rule, r Rule) ([]*rule, bool) {
+	text := strings.TrimSpace(r.Text)
+	kept := make([]*rule, 0, len(rules))
+	for _, x := range rules {
+		if x.Text == text && x.Behavior == r.Behavior && (r.Source == "" || x.Source == r.Source) {
+			continue
+		}
+		kept = append(kept, x)
+	}
+	return kept, len(kept) != len(rules)
+}
+
+// sessionChainLocked returns the session's state and its ancestors'.
+func (c *Checker) sessionChainLocked(id string) []*sessionState {
+	var out []*sessionState
+	seen := map[string]bool{}
+	for i := 0; i < 8 && !seen[id]; i++ {
+		seen[id] = true
+		s, ok := c.sessions[id]
+		if !ok {
+			break
+		}
+		out = append(out, s)
+		if s.parent == "" {
+			break
+		}
+		id = s.parent
+	}
+	return out
+}
+
+// rulesFor returns the rules that apply to calls of a session, by behavior.
+func (c *Checker) rulesFor(sessionID string) (Mode, [3][]*rule) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	chain := c.sessionChainLocked(sessionID)
+	if len(chain) == 0 {
+		return c.mode, c.global.by
+	}
+	var by [3][]*rule
+	for i := range by {
+		by[i] = slices.Clone(c.global.by[i])
+		for _, s := range chain {
+			by[i] = append(by[i], s.rules.by[i]...)
+		}
+	}
+	return c.mode, by
+}
+
+// Decision is the permission layer's verdict on one call, with the rule
+// and file (or the mode) that made it.
+type Decision struct {
+	Behavior Behavior
+	// Rule and Source name the deciding rule and where it came from; empty
+	// when the mode (and the workspace) decided.
+	Rule   string
+	Source string
+	Mode   Mode
+	// Reason is for the model and the user: what was decided and why.
+	Reason string
+	// Suggest lists the rules that would let this call run without asking
+	// ("allow for this session" records them). Empty when no rule can: an
+	// ask rule, or a line that cannot be analysed.
+	Suggest []string
+}
+
+// By is the audit name of the decider, as recorded in tool.Decision.By:
+// `permission:deny rule "Bash(rm:*)" from /home/u/.dsh/settings.json` or
+// `permission:mode acceptEdits`.
+func (d Decision) By() string {
+	if d.Rule != "" {
+		return fmt.Sprintf("permission:%s rule %q from %s", d.Behavior, d.Rule, d.Source)
+	}
+	return "permission:mode " + string(d.Mode)
+}
+
+// Decide decides one call. It is pure apart from resolving symlinks: it
+// changes nothing and records nothing, so front-ends may call it to preview
+// a decision and benchmarks may call it in a loop. cwd is the session's
+// working directory (the project root); "" means the call's host's, then
+// Config.Cwd.
+func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decision {
+	if cwd == "" && call.Host != nil {
+		cwd = call.Host.Cwd()
+	}
+	if cwd == "" {
+		cwd = c.cwd
+	}
+	sid := ""
+	if call.Host != nil {
+		sid = call.Host.SessionID()
+	}
+	mode, rules := c.rulesFor(sid)
+	d := &decider{c: c, mode: mode, rules: rules, cwd: filepath.Clean(cwd), call: call, name: canonical(call.Name)}
+	v := d.decide()
+	out := Decision{Behavior: v.behavior, Mode: mode, Reason: v.reason, Suggest: v.suggest}
+	if v.rule != nil {
+		out.Rule, out.Source = v.rule.Text, v.rule.Source
+	}
+	if out.Behavior != Ask {
+		out.Suggest = nil
+	}
+	return out
+}
+
+// realDir resolves a workspace directory once: roots change rarely, and
+// resolving them on every call would dominate the cost of a decision.
+func (c *Checker) realDir(dir string) string {
+	if v, ok := c.realCache.Load(dir); ok {
+		return v.(string)
+	}
+	r := resolve(dir)
+	c.realCache.Store(dir, r)
+	return r
+}

@@ -1,0 +1,113 @@
+// Package permission is dsh's permission layer: it decides, for every tool
+// call, whether it runs, asks the user, or is refused, and says which rule
+// (and which settings file) or which mode made that decision.
+//
+// # Modes
+//
+// The modes are the ones Claude Code users know:
+//
+//   - default: reads inside the workspace and read-only tools run; file
+//     edits, commands and everything else ask unless a rule allows them.
+//   - acceptEdits: file edits inside the workspace run too (write, edit,
+//     and shell redirections to files).
+//   - plan: nothing changes. File edits are refused; only commands known to
+//     be read-only may run (still subject to rules: a read-only command
+//     without an allow rule asks, as in default mode); other tools that
+//     are not read-only are refused. A prompt section tells the model it
+//     is planning, and the exit_plan_mode tool presents the plan: its call
+//     always asks, and approving it returns to the mode before plan.
+//   - bypassPermissions: everything runs that no deny or ask rule stops.
+//     Explicit rules still hold in every mode: the mode only changes what
+//     happens when no rule matches. Only the user may choose this mode; a
+//     project's settings cannot (see [New] and [FromSettings]).
+//
+// Plan mode is never looser than default mode, and no mode lets anything
+// past a deny rule.
+//
+// # Rules
+//
+// Rules come from settings (permissions.allow, .ask, .deny), flags, the
+// session ("allow for this session" answers) and /permissions. When several
+// match, deny beats ask and ask beats allow, whatever file they came from.
+//
+//	Bash                       any command
+//	Bash(npm run test)         exactly this command
+//	Bash(git diff:*)           commands whose words start with git diff
+//	Bash(git diff *)           the same
+//	Read(./src/**)             read, glob, grep and ls under src/ of the project
+//	Edit(docs/**)              edit and write under docs/
+//	Write(/abs/x)              write only; /abs and //abs are absolute
+//	Read(~/.ssh/**)            under the home directory
+//	WebFetch(domain:example.com), WebFetch(domain:*.example.com)
+//	mcp__server__tool, mcp__server (all of its tools), mcp__server__*
+//	todo_write, deploy         any other tool by name
+//
+// dsh's tool names (bash, read, write, edit, glob, grep, ls, web_fetch,
+// web_search, todo_write) are aliases of the Claude names (Bash, Read,
+// Write, Edit, Glob, Grep, LS, WebFetch, WebSearch, TodoWrite). Path
+// patterns are doublestar globs; "x" and "./x" are relative to the project
+// root (the session's cwd), and a pattern naming a directory covers what is
+// inside it. Note that Claude Code reads "/x" as relative to the settings
+// file; dsh reads it as absolute, like "//x". Every rule is parsed when the
+// checker is built, and an invalid one is an error naming the rule and its
+// file: a typo must not silently widen or narrow what the agent may do.
+//
+// # Command lines
+//
+// A bash call is parsed with mvdan.cc/sh, never run or expanded. Every
+// simple command it would run must be allowed for the line to run: the
+// commands of pipelines, lists, subshells, command and process
+// substitutions, function bodies, here-documents with expansions, and the
+// strings given to bash -c, sh -c, eval, trap, and the commands of find
+// -exec and xargs. Wrappers (sudo, env, nohup, time, timeout, nice, stdbuf,
+// setsid, ionice, command, builtin, busybox, exec, xargs) are unwrapped so the inner
+// command is matched; a deny or ask rule is matched against every layer,
+// while an allow rule must match the inner command, or the sudo command
+// itself when privileges change (allowing rm does not allow sudo rm). Deny
+// and ask rules also see git without its global options (git -C x push)
+// and path-qualified names (/bin/rm), while allow rules match the words as
+// written. Words are matched after quote removal: "r"'m' and \rm are rm.
+//
+// A word whose value is only known at run time (a parameter or command
+// substitution, an unquoted glob or brace expansion) cannot satisfy an
+// allow rule; when it might complete a deny rule, the line asks. Lines the
+// analysis cannot vouch for ask: parse errors, command names computed at
+// run time, eval of a non-literal, assignments of variables that decide
+// what runs (PATH, LD_PRELOAD, BASH_ENV, GIT_*, …), and arithmetic on
+// variables (bash evaluates their values as code). A deny matching any
+// simple command denies the whole line.
+//
+// Output redirections to files (>, >>, &>, >|, <>, and time -o) are file
+// writes: they follow Edit and Write rules and the mode (asking in default
+// mode, running in acceptEdits only inside the workspace, refused in plan
+// mode). /dev/null, the standard streams and fd duplications (>&2) are not
+// writes. After a cd, a relative target's location is unknown, so it asks.
+// Input redirections obey Read deny and ask rules. Neutral builtins (cd,
+// echo, printf, pwd, true, test, …) run without a rule but obey deny and ask
+// rules.
+//
+// # Workspace
+//
+// The workspace is the session's cwd plus the additional directories.
+// Paths are resolved through symlinks (the longest existing prefix, and
+// dangling links to their targets) before the check, so a link inside the
+// project does not lend the project's permissions to what it points at.
+// Deny and ask rules match both the path as given and the resolved one;
+// allow rules only the resolved one.
+//
+// # Installation and records
+//
+// [Checker.Install] puts deny rules in the tool registry's guard point
+// (final: nothing can overturn them) and everything else in a pre-execute
+// listener that runs outermost and only tightens what inner listeners
+// (hooks) decided. Each decision is recorded as a permission/decision
+// session event just before the call's tool/call event, with the rule, its
+// file and the mode, and tool.Decision.By names the decider
+// (`permission:deny rule "Bash(rm:*)" from /p/.dsh/settings.json`,
+// `permission:mode acceptEdits`). "Allow for this session" answers
+// (tool.Approval.Remember) become permission/rule events, which
+// [SessionRules] replays when a session is resumed.
+//
+// Trust in a project's own settings is kept by package
+// permission/trust.
+package permission

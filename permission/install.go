@@ -1,0 +1,246 @@
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/prompt"
+	"github.com/dshq/dsh/tool"
+)
+
+// Install attaches the checker to a tool registry for the life of scope:
+//
+//   - a guard (prepended, so it runs first) that makes deny rules final:
+//     no hook, plugin or approver can overturn them;
+//   - a pre-execute listener (prepended, so it is outermost) that lets the
+//     listeners inside it decide first and then applies allow, ask and the
+//     mode. It only ever makes their verdict stricter: hooks and plugins
+//     can tighten a decision, never loosen it; the user loosens it through
+//     rules and modes;
+//   - an observer that turns "allow for this session" answers into session
+//     rules recorded in the log;
+//   - the plan-mode prompt section and the exit_plan_mode tool.
+//
+// With hub (nil for registry-only use), a session's rules are restored
+// from its log when its agent starts (resume, fork), queued records are
+// flushed at the next step, and a disposed agent's rules are dropped.
+//
+// Listeners registered later with kernel.Prepend run outside these ones;
+// install the permission layer after them, or not at all in front of it.
+func (c *Checker) Install(scope *kernel.Scope, reg *tool.Registry, pb *prompt.Builder, hub *agent.Hub) error {
+	return scope.Effect(func(record func(func() error)) error {
+		add := func(d func()) { record(func() error { d(); return nil }) }
+		if !c.reg.CompareAndSwap(nil, reg) {
+			return errors.New("permission: checker is already installed")
+		}
+		record(func() error { c.reg.Store(nil); return nil })
+		add(reg.GuardPoint.Use(c.guard, kernel.Prepend(), kernel.Named("permission")))
+		add(reg.PreExecute.Use(c.preExecute, kernel.Prepend(), kernel.Named("permission")))
+		add(reg.Observed.Listen(c.observed, kernel.Named("permission")))
+		if pb != nil {
+			add(pb.Section(prompt.Section{Name: "permission-plan-mode", Order: 850, Dynamic: c.planPrompt}))
+		}
+		d, err := reg.Register(&exitPlanTool{c: c})
+		if err != nil {
+			return fmt.Errorf("permission: %w", err)
+		}
+		add(d)
+		if hub != nil {
+			add(hub.SessionStart.Listen(func(ctx context.Context, ev agent.SessionStart) error {
+				s := ev.Agent.Session()
+				return c.RestoreSession(string(s.ID()), string(s.Header().ParentSession), s.Events())
+			}, kernel.Named("permission")))
+			add(hub.PreStep.Use(func(ctx context.Context, ps agent.PreStep) error {
+				return c.flushPending(ctx, ps.Agent.Session())
+			}, kernel.Named("permission")))
+			add(hub.Disposed.Listen(func(ctx context.Context, a agent.Agent) error {
+				c.ForgetSession(string(a.Session().ID()))
+				return nil
+			}, kernel.Named("permission")))
+		}
+		return nil
+	})
+}
+
+// Plugin returns a core plugin that installs the checker into a host.
+func (c *Checker) Plugin() core.Plugin {
+	return func(_ context.Context, h *core.Host, scope *kernel.Scope) error {
+		return c.Install(scope, h.Tools, h.Prompt, h.Agents.Hub)
+	}
+}
+
+func cwdOf(call tool.Call) string {
+	if call.Host != nil {
+		return call.Host.Cwd()
+	}
+	return ""
+}
+
+func (c *Checker) guard(ctx context.Context, g *tool.Guard) error {
+	d := c.Decide(ctx, g.Call, cwdOf(g.Call))
+	if d.Behavior != Deny {
+		return nil
+	}
+	c.recordDecision(ctx, g.Call, d)
+	return g.Deny(d.By(), d.Reason)
+}
+
+// preExecute runs the inner listeners (hooks, plugins) first, decides on
+// the arguments they may have rewritten, and keeps the stricter verdict.
+func (c *Checker) preExecute(ctx context.Context, call tool.Call, next kernel.Next[tool.Call, tool.Decision]) (tool.Decision, error) {
+	inner, err := next(ctx, call)
+	if err != nil || inner.Kind == tool.Deny {
+		return inner, err
+	}
+	eff := call
+	if inner.Args != nil {
+		eff.Args, eff.Raw = inner.Args, string(inner.Args)
+	}
+	d := c.Decide(ctx, eff, cwdOf(call))
+	c.recordDecision(ctx, call, d)
+	out := inner
+	switch {
+	case d.Behavior == Deny:
+		out.Kind, out.Reason = tool.Deny, d.Reason
+	case d.Behavior == Ask && inner.Kind == tool.Allow && inner.Approved && call.Name != ExitPlanTool:
+		return inner, nil // a trusted hook answered the question already
+	case d.Behavior == Ask && inner.Kind == tool.Ask:
+		out.Reason = joinReasons(inner.Reason, d.Reason)
+	case d.Behavior == Ask:
+		out.Kind, out.Reason = tool.Ask, d.Reason
+	case inner.Kind == tool.Ask:
+		return inner, nil // a hook asked; permission alone would have allowed
+	default:
+		out.Kind, out.Reason = tool.Allow, d.Reason
+	}
+	if inner.Args == nil {
+		// Who rewrote the arguments stays in By (the loop records it as
+		// rewrittenBy); the permission/decision event names the rule.
+		out.By = d.By()
+	}
+	return out, nil
+}
+
+func joinReasons(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == b:
+		return a
+	}
+	return a + "; " + b
+}
+
+// recordDecision appends a permission/decision event. The loop appends the
+// call's tool/call event after the gate, so this lands just before it.
+// Recording is best effort: the decision stands even if the log refuses.
+func (c *Checker) recordDecision(ctx context.Context, call tool.Call, d Decision) {
+	if call.Host == nil {
+		return
+	}
+	_ = call.Host.Append(ctx, EventDecision, DecisionEvent{
+		CallID: call.ID, Tool: call.Name, Behavior: d.Behavior, Rule: d.Rule,
+		Source: d.Source, Mode: d.Mode, Reason: d.Reason,
+	})
+}
+
+// observed turns a remembered approval into session rules.
+func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
+	a := out.Approval
+	if a == nil || !a.Allow || !a.Remember || canonical(out.Call.Name) == ExitPlanTool {
+		return nil
+	}
+	d := c.Decide(ctx, out.Call, cwdOf(out.Call))
+	if len(d.Suggest) == 0 {
+		return nil
+	}
+	id := ""
+	if out.Call.Host != nil {
+		id = out.Call.Host.SessionID()
+	}
+	var errs []error
+	for _, r := range c.remember(id, d.Suggest) {
+		if out.Call.Host == nil {
+			continue
+		}
+		if err := out.Call.Host.Append(ctx, EventRule, RuleEvent{Rule: r.Text, Behavior: Allow, Source: SourceSession}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+const planPromptText = `# Plan mode
+
+Plan mode is active: the user wants a plan before anything changes.
+- Do not edit files or run commands that change state; such calls are refused in plan mode.
+- Read files, search, and run read-only commands to understand the task.
+- When the plan is ready, call ` + ExitPlanTool + ` with the plan as markdown. The user approves it to leave plan mode, or says what to change; keep planning until it is approved.`
+
+func (c *Checker) planPrompt(context.Context) string {
+	if c.Mode() == ModePlan {
+		return planPromptText
+	}
+	return ""
+}
+
+// exitPlanTool is exit_plan_mode. Its call always asks (see decider.exitPlan);
+// it only runs once the user approved the plan, so running it is what
+// switches the mode.
+type exitPlanTool struct{ c *Checker }
+
+var exitPlanSchema = json.RawMessage(`{"type":"object","properties":{"plan":{"type":"string","description":"The plan to carry out, in markdown: the steps, the files to change, how to verify."}},"required":["plan"],"additionalProperties":false}`)
+
+// Info describes exit_plan_mode to the model.
+func (t *exitPlanTool) Info() tool.Info {
+	return tool.Info{
+		Name: ExitPlanTool,
+		Description: "Present your plan to the user and ask to leave plan mode. Use it only in plan mode, when the plan is complete. " +
+			"If the user approves, you leave plan mode and may implement the plan; otherwise keep planning with their feedback.",
+		Parameters: exitPlanSchema,
+		Kind:       tool.KindOther,
+	}
+}
+
+// Run leaves plan mode: it only runs once the user approved the plan.
+func (t *exitPlanTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+	c := t.c
+	c.mu.Lock()
+	from := c.mode
+	to := from
+	if from == ModePlan {
+		to = c.prePlan
+		if to == "" || to == ModePlan {
+			to = ModeDefault
+		}
+		c.mode = to
+	}
+	c.mu.Unlock()
+	if from != ModePlan {
+		// The user (or the approver) already switched modes while the
+		// question was open; that choice stands.
+		return tool.TextResult(fmt.Sprintf("The user approved the plan. The permission mode is %s: go ahead and implement it.", to)), nil
+	}
+	_ = c.ModeChanged.EmitAll(ctx, ModeChange{From: from, To: to, By: ExitPlanTool})
+	if call.Host != nil {
+		_ = call.Host.Append(ctx, EventMode, ModeEvent{Mode: to, Previous: from, By: ExitPlanTool})
+	}
+	return tool.TextResult(fmt.Sprintf("The user approved the plan. Plan mode is over; the permission mode is now %s. Go ahead and implement the plan.", to)), nil
+}
+
+// PresentCall shows the plan itself, so the approval question is the plan.
+func (t *exitPlanTool) PresentCall(args json.RawMessage) *tool.View {
+	var a struct {
+		Plan string `json:"plan"`
+	}
+	if json.Unmarshal(args, &a) != nil || strings.TrimSpace(a.Plan) == "" {
+		return nil
+	}
+	return &tool.View{Title: "Plan", Kind: tool.KindOther, Text: a.Plan}
+}

@@ -1,0 +1,152 @@
+package searchtool
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dshq/dsh/search"
+	"github.com/dshq/dsh/tool"
+)
+
+// Tool names.
+const (
+	GlobName = "glob"
+	GrepName = "grep"
+	LSName   = "ls"
+)
+
+// DefaultGrepLimit is grep's head_limit when the model sets none: enough
+// lines to act on, few enough to keep the context window for the work.
+const DefaultGrepLimit = 250
+
+// Options configure the search tools. The zero value is ready to use.
+type Options struct {
+	// Engine runs the searches; nil means search.Default (ripgrep when
+	// installed, the Go walker otherwise).
+	Engine search.Engine
+	// GlobLimit caps glob's results; 0 means search.DefaultGlobLimit.
+	GlobLimit int
+	// GrepLimit is grep's default head_limit; 0 means DefaultGrepLimit.
+	GrepLimit int
+	// ListDepth and ListEntries bound ls; 0 means the search package's
+	// defaults.
+	ListDepth, ListEntries int
+	// SkipHidden leaves out files and directories whose names start with
+	// ".". By default they are searched (.github, .env.example, .eslintrc
+	// are often what a model looks for); version-control directories such
+	// as .git never are.
+	SkipHidden bool
+}
+
+func (o Options) engine() search.Engine {
+	if o.Engine != nil {
+		return o.Engine
+	}
+	return search.Default
+}
+
+// Tools returns glob, grep and ls, in that order.
+func Tools(opts Options) []tool.Tool {
+	return []tool.Tool{newGlob(opts), newGrep(opts), newLS(opts)}
+}
+
+// presented adds a pure call presenter to a tool built with tool.Func.
+type presented struct {
+	tool.Tool
+	present func(args json.RawMessage) *tool.View
+}
+
+// PresentCall implements tool.CallPresenter.
+func (p presented) PresentCall(args json.RawMessage) *tool.View { return p.present(args) }
+
+// schemaFor infers A's JSON Schema and lets patch refine it (enums,
+// minimums). Extra properties are allowed: the tool layer ignores keys it
+// does not declare rather than failing a call over them.
+func schemaFor[A any](patch func(props map[string]*jsonschema.Schema)) json.RawMessage {
+	s, err := jsonschema.For[A](nil)
+	if err != nil {
+		panic(fmt.Sprintf("searchtool: schema: %v", err))
+	}
+	s.AdditionalProperties = nil
+	for _, p := range s.Properties {
+		// Optional pointer fields infer as ["null", T]; the model should
+		// omit them rather than send null.
+		if len(p.Types) == 2 && p.Types[0] == "null" {
+			p.Type, p.Types = p.Types[1], nil
+		}
+	}
+	if patch != nil {
+		patch(s.Properties)
+		s.PropertyOrder = slices.DeleteFunc(s.PropertyOrder, func(name string) bool { return s.Properties[name] == nil })
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("searchtool: schema: %v", err))
+	}
+	return b
+}
+
+func nonNegative(props map[string]*jsonschema.Schema, names ...string) {
+	zero := 0.0
+	for _, n := range names {
+		props[n].Minimum = &zero
+	}
+}
+
+// cwd is the directory relative paths resolve against: the session's
+// working directory, or the process's for calls made outside an agent.
+func cwd(call tool.Call) (string, error) {
+	if call.Host != nil && call.Host.Cwd() != "" {
+		return call.Host.Cwd(), nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("no working directory to resolve paths against: %w", err)
+	}
+	return dir, nil
+}
+
+// resolve makes p absolute against base; empty means base itself.
+func resolve(base, p string) string {
+	switch {
+	case p == "":
+		return base
+	case filepath.IsAbs(p):
+		return filepath.Clean(p)
+	default:
+		return filepath.Join(base, p)
+	}
+}
+
+// display renders an absolute path for the model: relative to the working
+// directory when inside it (shorter, and what the file tools resolve
+// against), absolute otherwise.
+func display(base, abs string) string {
+	if rel, err := filepath.Rel(base, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return abs
+}
+
+// describe fills a description's placeholders: the given pairs, and
+// {hidden}, which says whether hidden files are searched.
+func describe(text string, opts Options, pairs ...string) string {
+	hidden := "Hidden files and directories (names starting with `.`) are included."
+	if opts.SkipHidden {
+		hidden = "Hidden files and directories (names starting with `.`) are skipped."
+	}
+	return strings.NewReplacer(append(pairs, "{hidden}", hidden)...).Replace(text)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
