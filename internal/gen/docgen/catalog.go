@@ -25,7 +25,11 @@ import (
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/bashtool"
+	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tools/fstool"
+	"github.com/dshq/dsh/tools/searchtool"
+	"github.com/dshq/dsh/tools/task"
+	"github.com/dshq/dsh/tools/todo"
 )
 
 // Owner is a struct whose exported fields are interception points.
@@ -60,14 +64,21 @@ type ToolSource struct {
 
 // ToolSources lists the packages of built-in tools.
 //
-// TODO(catalog): add the search tools (glob, grep, ls), todo_write and the
-// subagent tool here once their packages exist and build.
 func ToolSources() []ToolSource {
 	return []ToolSource{
 		{Pkg: "tools/fstool", Ctor: "fstool.Tools(provider, tracker, fstool.Options{})",
 			Tools: func() ([]tool.Tool, error) { return fstool.Tools(nil, nil, fstool.Options{}), nil }},
 		{Pkg: "tools/bashtool", Ctor: "bashtool.Tools(executor, bashtool.Options{})",
 			Tools: func() ([]tool.Tool, error) { return bashtool.Tools(nil, bashtool.Options{}), nil }},
+		{Pkg: "tools/searchtool", Ctor: "searchtool.Tools(searchtool.Options{})",
+			Tools: func() ([]tool.Tool, error) { return searchtool.Tools(searchtool.Options{}), nil }},
+		{Pkg: "tools/todo", Ctor: "todo.New()",
+			Tools: func() ([]tool.Tool, error) { return []tool.Tool{todo.New()}, nil }},
+		{Pkg: "tools/task", Ctor: "task.Tool(name, provider, service, agents, definitions)",
+			Tools: func() ([]tool.Tool, error) {
+				svc := subagent.NewService(subagent.Options{})
+				return []tool.Tool{task.Tool("task", "spawn", svc, nil, nil), task.Tool("fork", "fork", svc, nil, nil)}, nil
+			}},
 		{Pkg: "permission", Ctor: "(*permission.Checker).Install(scope, registry, builder, hub)",
 			Tools: registeredBy(func(scope *kernel.Scope, reg *tool.Registry) error {
 				c, err := permission.New(permission.Config{})
