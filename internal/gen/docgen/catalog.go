@@ -23,9 +23,9 @@ import (
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/bashtool"
-	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tools/fstool"
 	"github.com/dshq/dsh/tools/searchtool"
 	"github.com/dshq/dsh/tools/task"
@@ -63,7 +63,6 @@ type ToolSource struct {
 }
 
 // ToolSources lists the packages of built-in tools.
-//
 func ToolSources() []ToolSource {
 	return []ToolSource{
 		{Pkg: "tools/fstool", Ctor: "fstool.Tools(provider, tracker, fstool.Options{})",
