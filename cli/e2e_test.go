@@ -302,3 +302,46 @@ func TestHeadlessAskFailsClosed(t *testing.T) {
 		t.Fatalf("bypass did not run it: %+v", r)
 	}
 }
+
+// The same Claude Code hook file drives dsh -p: a PreToolUse guard blocks
+// rm -rf once the project is trusted, and is ignored before that.
+func TestHeadlessProjectHooks(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	guard, _ := filepath.Abs("../hooks/testdata/guard.sh")
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+	cfg := `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"` + guard + `"}]}]}}`
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(cfg), 0o644)
+	script := func() []string {
+		return []string{toolReply("call_1", "bash", map[string]string{"command": "rm -rf victim", "description": "clean"}), textReply("ok")}
+	}
+	os.MkdirAll(filepath.Join(dir, "victim"), 0o755)
+	ds := &deepseek{replies: script()}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	// Trusted: the hook blocks the command (bypass mode would otherwise run it).
+	r := dsh(t, dir, home, srv.URL, "", "-p", "--trust", "--permission-mode", "bypassPermissions", "--model", "deepseek/deepseek-chat", "clean up")
+	if r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "victim")); err != nil {
+		t.Fatal("the trusted guard hook did not block rm -rf")
+	}
+	ds.mu.Lock()
+	msgs, _ := json.Marshal(ds.requests[1]["messages"])
+	ds.requests = nil
+	ds.replies = script()
+	ds.mu.Unlock()
+	if !strings.Contains(string(msgs), "rm -rf is not allowed") {
+		t.Fatalf("hook reason missing: %s", msgs)
+	}
+	// Changing the hook file revokes trust: without --trust the project's
+	// hooks are ignored (and dsh says so).
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(strings.Replace(cfg, "Bash", "Bash|Edit", 1)), 0o644)
+	r = dsh(t, dir, home, srv.URL, "", "-p", "--permission-mode", "bypassPermissions", "--model", "deepseek/deepseek-chat", "clean up")
+	if !strings.Contains(r.stderr, "ignoring this project's settings") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "victim")); err == nil {
+		t.Fatal("an untrusted project's hook must not run (so rm -rf ran in bypass mode)")
+	}
+}
