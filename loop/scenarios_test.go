@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -422,5 +423,80 @@ func TestAgentsMD(t *testing.T) {
 	run(t, hd.Agent, "again")
 	if s := hs.model.Requests()[1].System; !strings.Contains(s, "never commit") || strings.Contains(s, "Always run") {
 		t.Fatalf("system after change %q", s)
+	}
+}
+
+// §16 A4: every chunk is recorded, so a session can be replayed.
+func TestChunksRecorded(t *testing.T) {
+	hs := newHarness(t, scripted.Text("abc"))
+	a := hs.agent(agent.Options{})
+	run(t, a, "x")
+	var text string
+	chunks := ofType(a.Session(), session.TypeAssistantChunk)
+	for _, e := range chunks {
+		c := mustDecode[session.AssistantChunk](t, e)
+		if c.Chunk.Type == llm.ChunkTextDelta {
+			text += c.Chunk.Text
+		}
+	}
+	if len(chunks) != 7 || text != "abc" {
+		t.Fatalf("%d chunks, text %q", len(chunks), text)
+	}
+}
+
+// §16 A6: sequential sends make contiguous turns.
+func TestSequentialTurns(t *testing.T) {
+	hs := newHarness(t, scripted.Text("1"), scripted.Text("2"))
+	a := hs.agent(agent.Options{})
+	run(t, a, "a")
+	run(t, a, "b")
+	var turns []int
+	for _, e := range ofType(a.Session(), session.TypeTurnStart) {
+		turns = append(turns, mustDecode[session.TurnStart](t, e).Turn)
+	}
+	if len(turns) != 2 || turns[0] != 1 || turns[1] != 2 {
+		t.Fatalf("turns %v", turns)
+	}
+}
+
+// §16 A9: a request listener may switch the model.
+func TestModelSwitch(t *testing.T) {
+	hs := newHarness(t)
+	other := scripted.New(scripted.Text("from other"))
+	if _, err := hs.h.LLM.RegisterModels([]string{"other-model"}, other); err != nil {
+		t.Fatal(err)
+	}
+	hs.h.Agents.Hub.Request.Use(func(ctx context.Context, in agent.RequestInput, next func(context.Context, agent.RequestInput) (*llm.Request, error)) (*llm.Request, error) {
+		in.Request.Model = "other-model"
+		return next(ctx, in)
+	})
+	a := hs.agent(agent.Options{})
+	run(t, a, "x")
+	if other.Calls() != 1 || hs.model.Calls() != 0 || other.Requests()[0].Model != "other-model" {
+		t.Fatal("the request listener did not route to the other model")
+	}
+}
+
+// §16 C30: pre-step fires per step with the prompt; context appended there
+// lands before step/start and reaches that step's request.
+func TestPreStep(t *testing.T) {
+	hs := newHarness(t, scripted.Call("c1", "echo", map[string]string{"text": "x"}, ""), scripted.Text("ok"))
+	register(t, hs, echoTool())
+	var seen []string
+	hs.h.Agents.Hub.PreStep.Use(func(ctx context.Context, ps agent.PreStep) error {
+		seen = append(seen, fmt.Sprintf("%d/%d", ps.Turn, ps.Step))
+		if ps.Step == 1 {
+			return ps.Agent.Inject(ctx, text("pre-step note"), llm.PluginSource("t"))
+		}
+		return nil
+	})
+	a := hs.agent(agent.Options{})
+	run(t, a, "go")
+	if strings.Join(seen, ",") != "1/1,1/2" {
+		t.Fatalf("pre-step calls %v", seen)
+	}
+	eq(t, types(a.Session().Events())[:4], []string{"turn/start", "user/message", "context/message", "step/start"})
+	if !strings.Contains(requestText(hs.model.Requests()[0]), "pre-step note") {
+		t.Fatal("context missing from step 1's request")
 	}
 }
