@@ -101,6 +101,35 @@ func (c Chunk) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"blockType":`...)
 		dst = AppendJSONString(dst, string(c.BlockType))
 		return append(dst, '}')
+	case ChunkUsage:
+		if c.Usage == nil {
+			break
+		}
+		dst = append(dst, `{"type":"usage","usage":`...)
+		return append(c.Usage.AppendJSON(dst), '}')
+	case ChunkFinish:
+		if c.Finish == nil {
+			break
+		}
+		dst = append(dst, `{"type":"finish","reason":{"kind":`...)
+		dst = AppendJSONString(dst, c.Finish.Kind)
+		if c.Finish.Message != "" {
+			dst = append(dst, `,"message":`...)
+			dst = AppendJSONString(dst, c.Finish.Message)
+		}
+		if c.Finish.Code != "" {
+			dst = append(dst, `,"code":`...)
+			dst = AppendJSONString(dst, c.Finish.Code)
+		}
+		return append(dst, '}', '}')
+	case ChunkBlockEnd:
+		if c.Block == nil || !c.Block.fast() {
+			break
+		}
+		dst = append(dst, `{"type":"block-end","index":`...)
+		dst = strconv.AppendInt(dst, int64(c.Index), 10)
+		dst = append(dst, `,"block":`...)
+		return append(c.Block.AppendJSON(dst), '}')
 	}
 	b, err := c.MarshalJSON()
 	if err != nil {
@@ -109,4 +138,72 @@ func (c Chunk) AppendJSON(dst []byte) []byte {
 		return append(dst, `{"type":"block-end","index":0,"block":null}`...)
 	}
 	return append(dst, b...)
+}
+
+// AppendJSON encodes usage like encoding/json does.
+func (u Usage) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"inputTokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.InputTokens), 10)
+	dst = append(dst, `,"outputTokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.OutputTokens), 10)
+	for _, f := range [...]struct {
+		name string
+		v    int
+	}{{"cacheReadTokens", u.CacheReadTokens}, {"cacheWriteTokens", u.CacheWriteTokens}, {"reasoningTokens", u.ReasoningTokens}} {
+		if f.v != 0 {
+			dst = append(dst, ',', '"')
+			dst = append(dst, f.name...)
+			dst = append(dst, '"', ':')
+			dst = strconv.AppendInt(dst, int64(f.v), 10)
+		}
+	}
+	return append(dst, '}')
+}
+
+// fast reports whether AppendJSON encodes the block without reflection.
+func (b *Block) fast() bool {
+	switch b.Type {
+	case BlockText, BlockReasoning, BlockToolCall:
+		return true
+	}
+	return false
+}
+
+// AppendJSON encodes text, reasoning and tool-call blocks like MarshalJSON;
+// other variants fall back to it.
+func (b Block) AppendJSON(dst []byte) []byte {
+	switch b.Type {
+	case BlockText, BlockReasoning:
+		dst = append(dst, `{"type":`...)
+		dst = AppendJSONString(dst, string(b.Type))
+		dst = append(dst, `,"text":`...)
+		dst = AppendJSONString(dst, b.Text)
+		if b.Type == BlockReasoning {
+			if b.Signature != "" {
+				dst = append(dst, `,"signature":`...)
+				dst = AppendJSONString(dst, b.Signature)
+			}
+			if b.Redacted != "" {
+				dst = append(dst, `,"redacted":`...)
+				dst = AppendJSONString(dst, b.Redacted)
+			}
+		} else if b.Cache != "" {
+			dst = append(dst, `,"cache":`...)
+			dst = AppendJSONString(dst, b.Cache)
+		}
+		return append(dst, '}')
+	case BlockToolCall:
+		dst = append(dst, `{"type":"tool-call","id":`...)
+		dst = AppendJSONString(dst, string(b.ID))
+		dst = append(dst, `,"name":`...)
+		dst = AppendJSONString(dst, b.Name)
+		dst = append(dst, `,"arguments":`...)
+		dst = AppendJSONString(dst, b.Arguments)
+		return append(dst, '}')
+	}
+	raw, err := b.MarshalJSON()
+	if err != nil {
+		return append(dst, `null`...)
+	}
+	return append(dst, raw...)
 }

@@ -102,7 +102,10 @@ func FuzzChunkJSON(f *testing.F) {
 		f.Add(s, 3)
 	}
 	f.Fuzz(func(t *testing.T, s string, idx int) {
-		for _, c := range []llm.Chunk{llm.TextChunk(idx, s), llm.ReasoningChunk(idx, s), llm.ToolDeltaChunk(idx, llm.CallID(s), s, s), llm.StartChunk(idx, llm.BlockType(s))} {
+		for _, c := range []llm.Chunk{llm.TextChunk(idx, s), llm.ReasoningChunk(idx, s), llm.ToolDeltaChunk(idx, llm.CallID(s), s, s), llm.StartChunk(idx, llm.BlockType(s)),
+			llm.UsageChunk(llm.Usage{InputTokens: idx, OutputTokens: len(s), CacheReadTokens: idx % 3, ReasoningTokens: idx % 2}),
+			llm.FinishChunk(s), llm.ErrorFinish(s, s), llm.EndChunk(idx, llm.Text(s)), llm.EndChunk(idx, llm.ToolCall(llm.CallID(s), s, s)),
+			llm.EndChunk(idx, llm.Block{Type: llm.BlockReasoning, Text: s, Signature: s, Redacted: s}), llm.EndChunk(idx, llm.Block{Type: llm.BlockText, Text: s, Cache: s})} {
 			fast := c.AppendJSON(nil)
 			slow, err := json.Marshal(c)
 			if err != nil {

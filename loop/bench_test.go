@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/core"
@@ -86,7 +88,21 @@ func BenchmarkStep(b *testing.B) {
 	run(5) // warm up
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	run(b.N)
+	reportCPU(b, cpu)
+}
+
+// cpuTime is the process's user+system CPU time. Reported per op beside
+// wall time, it stays meaningful on a machine busy with other work.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkStepAtDepth shows a step costs the same deep into a session.
@@ -98,7 +114,9 @@ func BenchmarkStepAtDepth(b *testing.B) {
 			_ = a
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cpuTime()
 			run(b.N)
+			reportCPU(b, cpu)
 		})
 	}
 }
