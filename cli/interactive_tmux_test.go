@@ -161,7 +161,7 @@ func TestInteractiveDemoInTmux(t *testing.T) {
 	tt.text("/exit")
 	tt.keys("Enter")
 	s = tt.waitFor("DSH-EXITED:0")
-	if !strings.Contains(s, "resume with: dsh --resume") {
+	if !strings.Contains(s, "Resume it with: dsh --resume") {
 		t.Fatalf("no resume hint at exit:\n%s", s)
 	}
 	if b, err := os.ReadFile(filepath.Join(home, "history")); err != nil || !strings.Contains(string(b), "show me around") {

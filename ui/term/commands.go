@@ -1,0 +1,324 @@
+package term
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/compact"
+	"github.com/dshq/dsh/permission"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
+)
+
+type command struct {
+	name, args, help string
+}
+
+var commands = []command{
+	{"help", "", "show commands and keys"},
+	{"model", "[ref]", "show the model, list the others, or switch (from the next step)"},
+	{"resume", "[n|id]", "list this directory's recent sessions, or resume one"},
+	{"clear", "", "start a new session"},
+	{"compact", "[focus]", "summarise the conversation to free context"},
+	{"permissions", "[mode <m>]", "show the permission mode and rules, or switch the mode"},
+	{"thinking", "", "show or hide the model's reasoning in full"},
+	{"usage", "", "token usage of this session"},
+	{"exit", "", "quit (also /quit, ctrl-d on an empty line)"},
+}
+
+func (u *ui) command(line string) {
+	name, arg, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "help", "?":
+		u.help()
+	case "model":
+		u.modelCmd(arg)
+	case "resume":
+		u.resumeCmd(arg)
+	case "clear", "new":
+		if u.busy() {
+			u.tr.Note(u.st.Warn("a turn is running: interrupt it first (esc or ctrl-c)"))
+			return
+		}
+		if err := u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Start(ctx, u) }, ""); err == nil {
+			u.tr.Note(u.st.Dim("── new session " + string(u.cur.Load().sess.ID()) + " ──"))
+		}
+	case "compact":
+		u.compactCmd(arg)
+	case "permissions":
+		u.permissionsCmd(arg)
+	case "thinking":
+		u.tr.ShowThinking = !u.tr.ShowThinking
+		if !u.tr.ShowThinking {
+			u.tr.Note(u.st.Dim("reasoning is collapsed again"))
+			return
+		}
+		msg := u.st.Dim("reasoning is shown in full from now on")
+		if u.tr.LastReasoning != "" {
+			msg += "\n" + u.tr.thinking(u.tr.LastReasoning)
+		}
+		u.tr.Note(msg)
+	case "usage", "cost":
+		t := u.tr.Total
+		u.tr.Note(fmt.Sprintf("this session: %d turns · in %s · out %s · cache read %s · cache write %s",
+			u.tr.Turns, fmtTokens(t.InputTokens), fmtTokens(t.OutputTokens), fmtTokens(t.CacheReadTokens), fmtTokens(t.CacheWriteTokens)))
+	case "exit", "quit", "q":
+		u.quit = true
+	default:
+		u.tr.Note(u.st.Warn("unknown command /" + name + " (try /help; start a message with // to send a literal /)"))
+	}
+}
+
+func (u *ui) help() {
+	var b strings.Builder
+	b.WriteString(u.st.Bold("Commands") + "\n")
+	for _, c := range commands {
+		left := "/" + c.name
+		if c.args != "" {
+			left += " " + c.args
+		}
+		fmt.Fprintf(&b, "  %s%s %s\n", u.st.Accent(left), strings.Repeat(" ", max(1, 30-len(left))), c.help)
+	}
+	b.WriteString("\n" + u.st.Bold("Keys") + "\n")
+	keys := [][2]string{
+		{"enter", "send; while the agent works, steer the running turn"},
+		{"ctrl-j, alt-enter, \\ at the end", "new line"},
+		{"esc, ctrl-c", "interrupt the running turn; ctrl-c twice on an empty prompt exits"},
+		{"ctrl-d", "exit (on an empty line)"},
+		{"↑ ↓", "history (saved in $DSH_HOME/history)"},
+		{"ctrl-a/e, ctrl-k/u/w, ctrl-y", "start/end of line, cut to end/start/word, paste the cut"},
+		{"tab", "complete a command"},
+		{"shift-tab", "cycle the permission mode"},
+	}
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %s%s %s\n", u.st.Key(k[0]), strings.Repeat(" ", max(1, 30-ansi.StringWidth(k[0]))), k[1])
+	}
+	u.tr.Note(b.String())
+}
+
+func (u *ui) modelCmd(arg string) {
+	svc := u.app.Host.LLM
+	if arg == "" {
+		var b strings.Builder
+		b.WriteString("model: " + u.modelLabel() + "\n")
+		models := svc.Models()
+		if len(models) > 0 {
+			b.WriteString(u.st.Dim("available (switch with /model <ref>):") + "\n")
+		}
+		cur := u.modelName()
+		for _, m := range models {
+			mark := "  "
+			if m.ID == cur {
+				mark = u.st.OK("● ")
+			}
+			extra := ""
+			if m.ContextWindow > 0 {
+				extra = u.st.Dim(fmt.Sprintf("  %s context", fmtTokens(m.ContextWindow)))
+			}
+			b.WriteString("  " + mark + m.ID + extra + "\n")
+		}
+		u.tr.Note(b.String())
+		return
+	}
+	id, _, ok := svc.Resolve(arg)
+	if !ok {
+		u.tr.Note(u.st.Err(fmt.Sprintf("unknown model %q (see /model for the list)", arg)))
+		return
+	}
+	if id == u.app.Model {
+		u.model.Store(nil)
+	} else {
+		u.model.Store(&id)
+	}
+	msg := "model set to " + u.modelLabel()
+	if u.busy() {
+		msg += u.st.Dim(" (from the next step)")
+	}
+	u.tr.Note(msg)
+}
+
+func (u *ui) resumeCmd(arg string) {
+	if arg == "" {
+		infos, err := u.app.Store.List(u.ctx, store.Query{Cwd: u.cwd()})
+		if err != nil {
+			u.tr.Note(u.st.Err("listing sessions: " + err.Error()))
+			return
+		}
+		cur := u.cur.Load()
+		infos = slices.DeleteFunc(infos, func(in store.Info) bool { return cur != nil && in.Header.ID == cur.sess.ID() })
+		slices.SortFunc(infos, func(a, b store.Info) int { return int(b.LastActivity - a.LastActivity) })
+		if len(infos) > 10 {
+			infos = infos[:10]
+		}
+		u.resumeList = infos
+		if len(infos) == 0 {
+			u.tr.Note(u.st.Dim("no other sessions in this directory"))
+			return
+		}
+		var b strings.Builder
+		b.WriteString(u.st.Bold("Recent sessions here") + u.st.Dim(" (resume with /resume <n>)") + "\n")
+		for i, in := range infos {
+			title := in.Title
+			if title == "" {
+				title = u.st.Dim("(no prompt)")
+			}
+			fmt.Fprintf(&b, "  %s %s %s  %s\n", u.st.Accent(fmt.Sprintf("%2d.", i+1)),
+				u.st.Dim(ago(time.UnixMilli(in.LastActivity))), u.st.Dim(fmt.Sprintf("%d turns", in.Turns)), title)
+		}
+		u.tr.Note(b.String())
+		return
+	}
+	if u.busy() {
+		u.tr.Note(u.st.Warn("a turn is running: interrupt it first (esc or ctrl-c)"))
+		return
+	}
+	id := arg
+	if n, err := strconv.Atoi(arg); err == nil && n >= 1 && n <= len(u.resumeList) {
+		id = string(u.resumeList[n-1].Header.ID)
+	}
+	if cur := u.cur.Load(); cur != nil && string(cur.sess.ID()) == id {
+		u.tr.Note(u.st.Dim("that is the current session"))
+		return
+	}
+	_ = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Resume(ctx, session.ID(id), u) },
+		"── resumed session "+id+" ──")
+}
+
+// ago formats a past time: "just now", "5m ago", "3h ago", "2006-01-02".
+func ago(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	case d < 7*24*time.Hour:
+		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	}
+	return t.Format("2006-01-02")
+}
+
+// compactDone reports a /compact run.
+type compactDone struct{ err error }
+
+func (u *ui) compactCmd(focus string) {
+	c := u.cur.Load()
+	if u.app.Compactor == nil || c == nil {
+		u.tr.Note(u.st.Dim("compaction is not available yet"))
+		return
+	}
+	// Compaction calls the model: run it off the UI goroutine. Its
+	// compact/* events render the progress and the outcome.
+	go func() {
+		_, err := u.app.Compactor.Compact(u.ctx, c.ag, focus)
+		u.q.push(compactDone{err: err})
+	}()
+}
+
+func (u *ui) compacted(m compactDone) {
+	switch {
+	case errors.Is(m.err, compact.ErrBusy):
+		u.tr.Note(u.st.Dim("a turn is running: the conversation will be compacted before its next step"))
+	case m.err != nil && (u.tr.LastCompactError == "" || !strings.Contains(m.err.Error(), u.tr.LastCompactError)):
+		u.tr.Note(u.st.Err("compaction failed: " + m.err.Error()))
+	}
+}
+
+func (u *ui) mode() string {
+	if u.app.Permission == nil {
+		return ""
+	}
+	return string(u.app.Permission.Mode())
+}
+
+// cycleMode switches to the next permission mode (shift-tab).
+func (u *ui) cycleMode() {
+	p := u.app.Permission
+	if p == nil {
+		u.setHint("no permission layer is installed", 2*time.Second)
+		return
+	}
+	cur := p.Mode()
+	next := permission.Modes[0]
+	if i := slices.Index(permission.Modes, cur); i >= 0 {
+		next = permission.Modes[(i+1)%len(permission.Modes)]
+	}
+	if err := p.SetMode(next); err != nil {
+		u.setHint(err.Error(), 3*time.Second)
+		return
+	}
+	u.setHint("permission mode: "+string(next), 2*time.Second)
+}
+
+func (u *ui) permissionsCmd(arg string) {
+	p := u.app.Permission
+	if f := strings.Fields(arg); len(f) == 2 && f[0] == "mode" {
+		if p == nil {
+			u.tr.Note(u.st.Warn("no permission layer is installed"))
+			return
+		}
+		m, err := permission.ParseMode(f[1])
+		if err == nil {
+			err = p.SetMode(m)
+		}
+		if err != nil {
+			u.tr.Note(u.st.Err(err.Error()))
+			return
+		}
+		u.tr.Note("permission mode: " + u.st.Bold(string(m)))
+		return
+	} else if arg != "" {
+		u.tr.Note(u.st.Warn("usage: /permissions [mode default|acceptEdits|plan|bypassPermissions]"))
+		return
+	}
+	if p == nil {
+		var lines []string
+		if u.o.Permissions != nil {
+			lines = u.o.Permissions()
+		}
+		if len(lines) == 0 {
+			lines = []string{"permission mode: default (no permission layer is installed)"}
+		}
+		u.tr.Note(strings.Join(lines, "\n"))
+		return
+	}
+	var b strings.Builder
+	b.WriteString("permission mode: " + u.st.Bold(string(p.Mode())) + u.st.Dim("  (switch: /permissions mode <m> or shift-tab; modes: default, acceptEdits, plan, bypassPermissions)") + "\n")
+	var id string
+	if c := u.cur.Load(); c != nil {
+		id = string(c.sess.ID())
+	}
+	rules := p.Rules(id)
+	if len(rules) == 0 {
+		b.WriteString(u.st.Dim("no rules: read-only tools run, edits and commands ask") + "\n")
+	}
+	for _, r := range rules {
+		mark := u.st.OK("allow")
+		switch r.Behavior {
+		case permission.Ask:
+			mark = u.st.Warn("ask  ")
+		case permission.Deny:
+			mark = u.st.Err("deny ")
+		}
+		src := ""
+		if r.Source != "" {
+			src = u.st.Dim("  (" + r.Source + ")")
+		}
+		b.WriteString("  " + mark + " " + r.Text + src + "\n")
+	}
+	for _, w := range p.Warnings() {
+		b.WriteString(u.st.Warn(w) + "\n")
+	}
+	u.tr.Note(b.String())
+}

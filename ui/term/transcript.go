@@ -1,0 +1,592 @@
+package term
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dshq/dsh/compact"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/tool"
+	"github.com/dshq/dsh/tools/todo"
+)
+
+// ToolLookup finds a registered tool (for its presenters and kind).
+type ToolLookup func(name string) (tool.Tool, bool)
+
+// TodoType is the event type of todo list updates.
+const TodoType = todo.EventTodoWrite
+
+// Transcript turns one session's events into terminal output. Finished
+// things (prompts, rendered answers, tool cards, todo lists, turn footers)
+// are committed: they go to the scrollback once and never change; [Take]
+// drains them. Things in progress (streaming text, running tools) are the
+// live part, redrawn in place from [Live]. It is a pure consumer of session
+// events and safe for use by one goroutine.
+type Transcript struct {
+	st    Styles
+	md    *markdown
+	tools ToolLookup
+	width func() int
+
+	// ShowThinking prints reasoning in full instead of collapsed.
+	ShowThinking bool
+
+	out   strings.Builder
+	wrote bool
+
+	// The streaming step.
+	text      strings.Builder
+	reasoning strings.Builder
+	preparing map[int]*prepCall
+	prepOrder []int
+
+	// Tool calls not finished yet, in call order.
+	cards []*Card
+
+	compacting bool
+	// LastCompactError is the newest compaction failure shown.
+	LastCompactError string
+	compactTurn      bool
+
+	// The turn.
+	turnOpen  bool
+	turnStart int64
+	steps     int
+	turnUsage llm.Usage
+	usageSeen bool
+
+	// Totals and the latest figures, for the status line.
+	Total         llm.Usage
+	LastTurnUsage llm.Usage
+	Turns         int
+	Model         string
+	LastReasoning string
+}
+
+type prepCall struct {
+	name string
+	args int
+}
+
+// NewTranscript returns a renderer. width is read at each render; tools may
+// be nil.
+func NewTranscript(st Styles, md *markdown, tools ToolLookup, width func() int) *Transcript {
+	if tools == nil {
+		tools = func(string) (tool.Tool, bool) { return nil, false }
+	}
+	if width == nil {
+		width = func() int { return 80 }
+	}
+	return &Transcript{st: st, md: md, tools: tools, width: width, preparing: map[int]*prepCall{}}
+}
+
+// Take returns the committed output since the last call ("\n"-separated
+// rows ending in a newline, or "").
+func (t *Transcript) Take() string {
+	s := t.out.String()
+	t.out.Reset()
+	return s
+}
+
+// Busy reports whether a turn is open.
+func (t *Transcript) Busy() bool { return t.turnOpen }
+
+// Note commits UI text (command output, notices) as its own block,
+// word-wrapped to the width.
+func (t *Transcript) Note(s string) { t.block(s) }
+
+// block commits rows, separated from the previous block by a blank line.
+func (t *Transcript) block(s string) {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return
+	}
+	if t.wrote {
+		t.out.WriteByte('\n')
+	}
+	// Rows wider than the terminal are wrapped here, keeping their
+	// indentation, rather than by the terminal at column 0.
+	t.out.WriteString(strings.Join(wrapLines(s, t.width()), "\n"))
+	t.out.WriteByte('\n')
+	t.wrote = true
+}
+
+// Apply renders one event.
+func (t *Transcript) Apply(e session.Event) {
+	switch e.Type {
+	case session.TypeTurnStart:
+		t.flushStream()
+		t.turnOpen, t.turnStart, t.steps = true, e.Time, 0
+		ts, _ := session.Decode[session.TurnStart](e)
+		t.compactTurn = ts.Trigger.Kind == "compact"
+		t.turnUsage, t.usageSeen = llm.Usage{}, false
+		t.Turns++
+	case session.TypeStepStart:
+		t.flushStream()
+		t.steps++
+	case session.TypeUserMessage, session.TypeSteeringMessage:
+		p, err := session.Decode[session.Prompt](e)
+		if err != nil {
+			return
+		}
+		if p.Source.OrUser().Kind != llm.SourceUser {
+			return // plugin or agent input: context, not the user's words
+		}
+		suffix := ""
+		if e.Type == session.TypeSteeringMessage {
+			suffix = t.st.Dim("  (steering)")
+		}
+		t.block(t.prefixed(strings.TrimSpace(llm.TextOf(p.Content)), t.st.User("› "), "  ") + suffix)
+	case session.TypePromptBlocked:
+		p, err := session.Decode[session.PromptBlocked](e)
+		if err != nil {
+			return
+		}
+		t.block(t.st.Warn("✗ prompt blocked: " + p.Reason))
+	case session.TypeAssistantChunk:
+		c, err := session.Decode[session.AssistantChunk](e)
+		if err == nil {
+			t.chunk(c.Chunk)
+		}
+	case session.TypeAssistantMessage:
+		m, err := session.Decode[session.AssistantMessage](e)
+		if err != nil {
+			return
+		}
+		t.clearStream()
+		t.message(m)
+	case session.TypeToolCall:
+		c, err := session.Decode[session.ToolCall](e)
+		if err != nil {
+			return
+		}
+		t.flushStream()
+		t.cards = append(t.cards, t.newCard(c, e.Time))
+	case session.TypeApprovalRequest:
+		r, err := session.Decode[session.ApprovalRequest](e)
+		if err != nil {
+			return
+		}
+		if c := t.card(r.CallID); c != nil {
+			c.State = CardWaiting
+		}
+	case session.TypeApprovalAnswer:
+		a, err := session.Decode[session.ApprovalAnswer](e)
+		if err != nil {
+			return
+		}
+		if c := t.card(a.CallID); c != nil {
+			c.State = CardRunning
+			switch {
+			case !a.Allow && a.By == "user":
+				c.Note = "denied by you"
+			case !a.Allow:
+				c.Note = "denied"
+			case a.Scope == "session":
+				c.Note = "allowed for this session"
+			}
+		}
+	case session.TypeToolResult:
+		r, err := session.Decode[session.ToolResult](e)
+		if err != nil {
+			return
+		}
+		t.result(r, e.Time)
+	case TodoType:
+		t.todos(e.Data)
+	case compact.TypeStart:
+		t.compacting = true
+	case compact.TypeEnd:
+		t.compacting = false
+		end, err := session.Decode[compact.End](e)
+		switch {
+		case err != nil:
+		case end.Error != "":
+			t.LastCompactError = end.Error
+			t.block(t.st.Warn("✻ Compaction failed: " + end.Error))
+		case end.Before > 0:
+			t.block(t.st.Dim(fmt.Sprintf("✻ Conversation compacted: ~%s → ~%s tokens", fmtTokens(end.Before), fmtTokens(end.After))))
+		default:
+			t.block(t.st.Dim("✻ Conversation compacted"))
+		}
+	case session.TypeTurnEnd:
+		te, err := session.Decode[session.TurnEnd](e)
+		if err != nil {
+			return
+		}
+		t.endTurn(te, e.Time)
+	}
+}
+
+func (t *Transcript) chunk(c llm.Chunk) {
+	switch c.Type {
+	case llm.ChunkTextDelta:
+		t.text.WriteString(c.Text)
+	case llm.ChunkReasoningDelta:
+		t.reasoning.WriteString(c.Text)
+	case llm.ChunkToolCallDelta:
+		p := t.preparing[c.Index]
+		if p == nil {
+			p = &prepCall{}
+			t.preparing[c.Index] = p
+			t.prepOrder = append(t.prepOrder, c.Index)
+		}
+		if c.Name != "" {
+			p.name = c.Name
+		}
+		p.args += len(c.ArgsDelta)
+	}
+}
+
+func (t *Transcript) clearStream() {
+	t.text.Reset()
+	t.reasoning.Reset()
+	clear(t.preparing)
+	t.prepOrder = t.prepOrder[:0]
+}
+
+// flushStream commits text streamed by a step that never produced its
+// message (it failed or was cancelled), so nothing the user saw vanishes.
+func (t *Transcript) flushStream() {
+	if r := strings.TrimSpace(t.reasoning.String()); r != "" && t.text.Len() == 0 {
+		t.block(t.thinking(r))
+	}
+	if s := strings.TrimSpace(t.text.String()); s != "" {
+		t.block(t.prefixed(s, "  ", "  ") + "\n" + t.st.Dim("  (incomplete)"))
+	}
+	t.clearStream()
+}
+
+func (t *Transcript) message(m session.AssistantMessage) {
+	if m.Model != "" {
+		t.Model = m.Model
+	}
+	if m.Usage != nil {
+		t.turnUsage.Add(*m.Usage)
+		t.Total.Add(*m.Usage)
+		t.usageSeen = true
+	}
+	for _, b := range m.Content {
+		switch b.Type {
+		case llm.BlockReasoning:
+			if r := strings.TrimSpace(b.Text); r != "" {
+				t.LastReasoning = r
+				t.block(t.thinking(r))
+			} else if b.Redacted != "" {
+				t.block(t.st.Dim("✻ (redacted thinking)"))
+			}
+		case llm.BlockText:
+			if strings.TrimSpace(b.Text) != "" {
+				t.block(t.md.Render(b.Text, t.width()))
+			}
+		}
+	}
+}
+
+// thinking renders reasoning: collapsed to its first line, or in full.
+func (t *Transcript) thinking(r string) string {
+	lines := strings.Split(r, "\n")
+	if t.ShowThinking {
+		var sb strings.Builder
+		sb.WriteString(t.st.Dim("✻ Thinking"))
+		for _, l := range wrapLines(r, t.width()-2) {
+			sb.WriteString("\n" + t.st.Dim("│ "+l))
+		}
+		return sb.String()
+	}
+	more := ""
+	if n := len(lines); n > 1 {
+		more = fmt.Sprintf(" … (%d lines, /thinking to show)", n)
+	}
+	first := strings.TrimSpace(lines[0])
+	room := max(20, t.width()-2-ansi.StringWidth(more))
+	if ansi.StringWidth(first) > room {
+		first = ansi.Truncate(first, room, "…")
+		if more == "" {
+			more = " (/thinking to show)"
+		}
+	}
+	return t.st.Dim(t.st.Italic("✻ " + first + more))
+}
+
+func (t *Transcript) newCard(c session.ToolCall, at int64) *Card {
+	card := &Card{ID: c.CallID, Name: c.Name, Args: c.Arguments, Start: at, State: CardRunning}
+	if tl, ok := t.tools(c.Name); ok {
+		card.Kind = tl.Info().Kind
+		if p, ok := tl.(tool.CallPresenter); ok && json.Valid([]byte(c.Arguments)) {
+			card.Call = safeView(func() *tool.View { return p.PresentCall(json.RawMessage(c.Arguments)) })
+		}
+	}
+	return card
+}
+
+// safeView runs a presenter, treating a panic as "no view".
+func safeView(f func() *tool.View) (v *tool.View) {
+	defer func() {
+		if recover() != nil {
+			v = nil
+		}
+	}()
+	return f()
+}
+
+func (t *Transcript) card(id llm.CallID) *Card {
+	for _, c := range t.cards {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (t *Transcript) result(r session.ToolResult, at int64) {
+	c := t.card(r.CallID)
+	if c == nil { // a result without its call (a repaired log)
+		c = &Card{ID: r.CallID, Name: "tool", Start: at}
+	} else {
+		t.cards = removeCard(t.cards, c)
+	}
+	c.End, c.Text, c.IsError, c.Meta = at, llm.TextOf(r.Content), r.IsError, r.Meta
+	c.State = CardDone
+	if c.IsError {
+		c.State = CardFailed
+	}
+	if tl, ok := t.tools(c.Name); ok {
+		if p, ok := tl.(tool.ResultPresenter); ok && json.Valid([]byte(c.Args)) {
+			res := tool.Result{Content: r.Content, Meta: r.Meta, IsError: r.IsError}
+			c.Result = safeView(func() *tool.View { return p.PresentResult(json.RawMessage(c.Args), res) })
+		}
+	}
+	if c.Result != nil && c.Result.ExitCode != nil && *c.Result.ExitCode != 0 {
+		c.State = CardFailed
+	}
+	if c.Name == todo.Name && !c.IsError {
+		return // the todo/write checklist already showed it
+	}
+	t.block(strings.Join(RenderCard(c, t.width(), at, "●", t.st), "\n"))
+}
+
+func removeCard(cs []*Card, c *Card) []*Card {
+	out := cs[:0]
+	for _, x := range cs {
+		if x != c {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (t *Transcript) todos(data json.RawMessage) {
+	var items []session.TodoItem
+	var wrapped struct {
+		Todos []session.TodoItem `json:"todos"`
+	}
+	if json.Unmarshal(data, &wrapped) == nil && wrapped.Todos != nil {
+		items = wrapped.Todos
+	} else if json.Unmarshal(data, &items) != nil {
+		return
+	}
+	t.block(RenderTodos(items, t.st))
+}
+
+// RenderTodos draws a todo list as a checklist.
+func RenderTodos(items []session.TodoItem, st Styles) string {
+	if len(items) == 0 {
+		return st.Dim("☰ Todos: (empty)")
+	}
+	done := 0
+	for _, it := range items {
+		if it.Status == "completed" {
+			done++
+		}
+	}
+	lines := []string{st.Bold("☰ Todos") + st.Dim(fmt.Sprintf(" %d/%d", done, len(items)))}
+	for _, it := range items {
+		switch it.Status {
+		case "completed":
+			lines = append(lines, "  "+st.OK("[x]")+" "+st.Dim(it.Content))
+		case "in_progress":
+			text := it.Content
+			if it.ActiveForm != "" {
+				text = it.ActiveForm
+			}
+			lines = append(lines, "  "+st.Warn("[~]")+" "+st.Bold(text))
+		default:
+			lines = append(lines, "  [ ] "+it.Content)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
+	t.flushStream()
+	for _, c := range t.cards { // calls that never reported
+		c.State, c.End, c.NoResult = CardFailed, at, true
+		if c.Note == "" {
+			c.Note = "no result (" + te.Reason.Kind + ")"
+		}
+		t.block(strings.Join(RenderCard(c, t.width(), at, "●", t.st), "\n"))
+	}
+	t.cards = nil
+	t.turnOpen = false
+	t.LastTurnUsage = t.turnUsage
+	var lines []string
+	r := te.Reason
+	switch r.Kind {
+	case session.EndCompleted:
+	case session.EndAborted:
+		msg := "⏹ Interrupted"
+		if r.Reason != "" {
+			msg += " · " + r.Reason
+		}
+		lines = append(lines, t.st.Warn(msg))
+	case session.EndError:
+		if t.compactTurn && strings.Contains(r.Message, t.LastCompactError) && t.LastCompactError != "" {
+			break // shown by compact/end
+		}
+		msg := "✗ Error: " + r.Message
+		if r.Code != "" {
+			msg += " (" + r.Code + ")"
+		}
+		lines = append(lines, t.st.Err(msg))
+	case session.EndRejected:
+		lines = append(lines, t.st.Warn("✗ Rejected: "+r.Reason))
+	case session.EndMaxTokens:
+		lines = append(lines, t.st.Warn("⚠ The model hit its output limit"))
+	case session.EndMaxTurns:
+		lines = append(lines, t.st.Warn("⚠ Stopped: the step limit was reached"))
+	case session.EndDisposed:
+		lines = append(lines, t.st.Dim("(session closed)"))
+	case session.EndInterrupted:
+		lines = append(lines, t.st.Warn("⏹ Interrupted"))
+	default:
+		lines = append(lines, t.st.Warn("turn ended: "+r.Kind))
+	}
+	if t.usageSeen || t.steps > 0 {
+		lines = append(lines, t.st.Dim(TurnFooter(at-t.turnStart, t.steps, t.turnUsage)))
+	}
+	t.block(strings.Join(lines, "\n"))
+}
+
+// TurnFooter is the per-turn summary: time, steps, tokens and cache.
+func TurnFooter(ms int64, steps int, u llm.Usage) string {
+	parts := []string{"✻ " + fmtDur(ms)}
+	if steps > 1 {
+		parts = append(parts, fmt.Sprintf("%d steps", steps))
+	}
+	parts = append(parts,
+		"in "+fmtTokens(u.InputTokens),
+		"out "+fmtTokens(u.OutputTokens),
+		"cache read "+fmtTokens(u.CacheReadTokens),
+		"cache write "+fmtTokens(u.CacheWriteTokens))
+	if u.ReasoningTokens > 0 {
+		parts = append(parts, "reasoning "+fmtTokens(u.ReasoningTokens))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// fmtTokens formats a count: 950, 1.2k, 12k, 1.3M.
+func fmtTokens(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 10_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	case n < 1_000_000:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1e6)
+}
+
+// Live returns the in-progress rows (running tools, streaming text), at
+// most maxRows of streamed text.
+func (t *Transcript) Live(width int, now int64, frame string, maxRows int) []string {
+	var rows []string
+	if t.compacting {
+		rows = append(rows, t.st.Dim(frame+" Compacting the conversation…"))
+	}
+	for _, c := range t.cards {
+		rows = append(rows, RenderCard(c, width, now, frame, t.st)...)
+	}
+	if r := strings.TrimSpace(t.reasoning.String()); r != "" && t.text.Len() == 0 {
+		ls := wrapLines(r, width-2)
+		if t.ShowThinking {
+			keep := max(1, maxRows)
+			if len(ls) > keep {
+				ls = ls[len(ls)-keep:]
+			}
+			for _, l := range ls {
+				rows = append(rows, t.st.Dim("│ "+l))
+			}
+		} else {
+			rows = append(rows, ansi.Truncate(t.st.Dim(t.st.Italic("✻ "+ls[len(ls)-1])), width, "…"))
+		}
+	}
+	if s := strings.Trim(t.text.String(), "\n"); s != "" {
+		ls := wrapLines(s, width-2)
+		if len(ls) > maxRows && maxRows > 0 {
+			ls = append([]string{t.st.Dim("  …")}, ls[len(ls)-maxRows+1:]...)
+		}
+		for _, l := range ls {
+			rows = append(rows, "  "+l)
+		}
+	}
+	for _, i := range t.prepOrder {
+		p := t.preparing[i]
+		name := p.name
+		if name == "" {
+			name = "a tool call"
+		}
+		rows = append(rows, t.st.Dim(fmt.Sprintf("%s preparing %s (%d bytes)", frame, name, p.args)))
+	}
+	return rows
+}
+
+// prefixed indents text: the first row after first, the rest after rest,
+// wrapped to the width.
+func (t *Transcript) prefixed(text, first, rest string) string {
+	w := t.width() - max(ansi.StringWidth(first), ansi.StringWidth(rest))
+	ls := wrapLines(text, w)
+	for i := range ls {
+		if i == 0 {
+			ls[i] = first + ls[i]
+		} else {
+			ls[i] = rest + ls[i]
+		}
+	}
+	return strings.Join(ls, "\n")
+}
+
+// wrapLines splits text into rows of at most width columns: word-wrapped,
+// then hard-wrapped for words longer than a row.
+func wrapLines(text string, width int) []string {
+	if width < 10 {
+		width = 10
+	}
+	text = strings.ReplaceAll(text, "\t", "    ")
+	text = strings.ReplaceAll(text, "\r", "")
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if ansi.StringWidth(l) <= width {
+			out = append(out, l)
+			continue
+		}
+		// Continuation rows keep the line's indentation.
+		plain := ansi.Strip(l)
+		indent := min(len(plain)-len(strings.TrimLeft(plain, " ")), width/2)
+		w := ansi.Hardwrap(ansi.Wordwrap(l, width-indent, ""), width-indent, true)
+		for i, r := range strings.Split(w, "\n") {
+			if i > 0 {
+				r = strings.Repeat(" ", indent) + r
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func stripANSI(s string) string { return ansi.Strip(s) }

@@ -1,0 +1,885 @@
+// Package term is dsh's interactive terminal front-end: an inline UI (no
+// alternate screen) that renders one agent's session events as they are
+// appended — streamed text, Markdown answers, collapsible reasoning, tool
+// cards with diffs and command output, todo checklists, per-turn token
+// usage — above a live region holding a spinner, a status line and a line
+// editor with history. It is a pure consumer of session events plus the
+// approver that puts permission questions to the user.
+//
+// Everything that touches the terminal happens on one goroutine; session
+// listeners, the approver, the input reader and signals only push messages
+// to it.
+package term
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	xterm "golang.org/x/term"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
+	"github.com/dshq/dsh/tool"
+)
+
+// Options configure [Run].
+type Options struct {
+	// In is the keyboard. When it is a terminal it is put in raw mode for
+	// the duration of Run; any other reader is decoded the same way
+	// (tests feed bytes through a pipe).
+	In io.Reader
+	// Out is the screen.
+	Out io.Writer
+	App *app.App
+	// Resume continues this stored session instead of starting a new one.
+	Resume session.ID
+	// FirstPrompt is sent as soon as the agent is ready.
+	FirstPrompt string
+	// Home is $DSH_HOME; the input history lives in Home/history.
+	Home string
+	// Width and Height report the terminal size (defaults: Out's size, or
+	// 80×24).
+	Width, Height func() int
+	// Env looks up environment variables (NO_COLOR, GLAMOUR_STYLE).
+	Env func(string) string
+	// NoColor forces plain output; NO_COLOR in Env does too.
+	NoColor bool
+	// Version is shown in the banner.
+	Version string
+	// Permissions describes the permission mode and rules for
+	// /permissions; nil shows a placeholder.
+	Permissions func() []string
+	// Cwd is the working directory shown in the status line (default: the
+	// session's).
+	Cwd string
+}
+
+// Messages to the UI goroutine.
+type (
+	eventMsg struct {
+		cur *current
+		ev  session.Event
+	}
+	statusMsg struct {
+		ag     agent.Agent
+		status agent.Status
+	}
+	inputMsg    struct{ b []byte }
+	inputEnd    struct{ err error }
+	approvalMsg struct{ a *approval }
+	withdrawMsg struct{ a *approval }
+	resizeMsg   struct{}
+)
+
+// approval is one question put to the user by the approver.
+type approval struct {
+	req   tool.ApprovalRequest
+	reply chan tool.Approval
+}
+
+// current is the agent the UI drives.
+type current struct {
+	h    *agent.Handle
+	ag   agent.Agent
+	sess *session.Session
+	// from is the first seq rendered live; earlier events were replayed.
+	// Only the UI goroutine touches it.
+	from int64
+}
+
+type ui struct {
+	o   Options
+	app *app.App
+	st  Styles
+	md  *markdown
+	out io.Writer
+	scr Screen
+
+	q    *queue
+	done chan struct{}
+	ctx  context.Context
+
+	cur   atomic.Pointer[current]
+	model atomic.Pointer[string] // /model override; nil: the app's model
+
+	ed   *Editor
+	hist *History
+	tr   *Transcript
+	dec  Decoder
+
+	status    agent.Status
+	busySince time.Time
+	pending   []string // steering the log has not shown yet
+
+	approvals []*approval
+	reasonEd  *Editor
+
+	resumeList []store.Info
+	lastCtrlC  time.Time
+	hint       string
+	hintUntil  time.Time
+	frame      int
+	quit       bool
+	inputDone  bool
+	lastDraw   time.Time
+}
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// Run is the interactive terminal: it starts (or resumes) an agent in the
+// app's working directory and runs until the user exits or ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.App == nil {
+		return errors.New("term: no app")
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.In == nil {
+		o.In = os.Stdin
+	}
+	if o.Env == nil {
+		o.Env = os.Getenv
+	}
+	if o.Width == nil {
+		o.Width = sizeFunc(o.Out, true)
+	}
+	if o.Height == nil {
+		o.Height = sizeFunc(o.Out, false)
+	}
+	plain := o.NoColor || o.Env("NO_COLOR") != "" || o.Env("TERM") == "dumb"
+	u := &ui{
+		o: o, app: o.App, out: o.Out, st: NewStyles(plain), md: newMarkdown(plain, o.Env),
+		q: newQueue(), done: make(chan struct{}), ctx: ctx,
+	}
+	u.scr.Sync = true
+	if o.Home != "" {
+		u.hist = LoadHistory(filepath.Join(o.Home, "history"))
+	} else {
+		u.hist = LoadHistory("")
+	}
+	u.ed = NewEditor(u.hist)
+
+	// Terminal modes.
+	if f, ok := o.In.(*os.File); ok && xterm.IsTerminal(int(f.Fd())) {
+		old, err := xterm.MakeRaw(int(f.Fd()))
+		if err != nil {
+			return fmt.Errorf("term: raw mode: %w", err)
+		}
+		defer func() { _ = xterm.Restore(int(f.Fd()), old) }()
+	}
+	// Nothing may print to the terminal behind the UI's back: route the
+	// default logger (and the log package) to the app's log file.
+	if lg := u.app.Host.Logger; lg != nil {
+		prev := slog.Default()
+		slog.SetDefault(lg)
+		defer slog.SetDefault(prev)
+	}
+	_, _ = io.WriteString(u.out, "\x1b[?2004h")
+	defer func() { _, _ = io.WriteString(u.out, "\x1b[?2004l") }()
+	stopResize := notifyResize(func() { u.q.push(resizeMsg{}) })
+	defer stopResize()
+
+	// Listeners: the UI is a consumer of session events and agent status.
+	hub := u.app.Host.Agents.Hub
+	undo := []func(){
+		u.app.Host.Sessions.Appended.Listen(func(_ context.Context, ap session.Appended) error {
+			c := u.cur.Load()
+			if c != nil && ap.Session == c.sess {
+				u.q.push(eventMsg{cur: c, ev: ap.Event})
+			}
+			return nil
+		}),
+		hub.Status.Listen(func(_ context.Context, sc agent.StatusChange) error {
+			if c := u.cur.Load(); c != nil && sc.Agent == c.ag {
+				u.q.push(statusMsg{ag: sc.Agent, status: sc.Status})
+			}
+			return nil
+		}),
+		hub.Request.Use(func(ctx context.Context, in agent.RequestInput, next func(context.Context, agent.RequestInput) (*llm.Request, error)) (*llm.Request, error) {
+			if m := u.model.Load(); m != nil && in.Request != nil {
+				if c := u.cur.Load(); c != nil && in.Agent == c.ag {
+					in.Request.Model = *m
+				}
+			}
+			return next(ctx, in)
+		}),
+	}
+	defer func() {
+		for _, f := range undo {
+			f()
+		}
+	}()
+	go u.readInput()
+
+	u.banner()
+	var err error
+	if o.Resume != "" {
+		err = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Resume(ctx, o.Resume, u) }, "")
+	} else {
+		err = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Start(ctx, u) }, "")
+	}
+	if err != nil {
+		u.draw()
+		_, _ = io.WriteString(u.out, u.scr.Clear())
+		return err
+	}
+	if strings.TrimSpace(o.FirstPrompt) != "" {
+		u.submit(o.FirstPrompt)
+	}
+	u.draw()
+	u.loop(ctx)
+	u.shutdown()
+	return nil
+}
+
+func sizeFunc(w io.Writer, width bool) func() int {
+	def := 24
+	if width {
+		def = 80
+	}
+	f, ok := w.(*os.File)
+	if !ok || !xterm.IsTerminal(int(f.Fd())) {
+		return func() int { return def }
+	}
+	return func() int {
+		c, r, err := xterm.GetSize(int(f.Fd()))
+		if err != nil || c <= 0 || r <= 0 {
+			return def
+		}
+		if width {
+			return c
+		}
+		return r
+	}
+}
+
+func (u *ui) readInput() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := u.o.In.Read(buf)
+		if n > 0 {
+			u.q.push(inputMsg{b: append([]byte(nil), buf[:n]...)})
+		}
+		if err != nil {
+			u.q.push(inputEnd{err: err})
+			return
+		}
+		select {
+		case <-u.done:
+			return
+		default:
+		}
+	}
+}
+
+// loop is the UI goroutine.
+func (u *ui) loop(ctx context.Context) {
+	tick := time.NewTicker(80 * time.Millisecond)
+	defer tick.Stop()
+	var escTimer <-chan time.Time
+	var drawTimer <-chan time.Time
+	dirty := false
+	for !u.quit {
+		select {
+		case <-ctx.Done():
+			u.quit = true
+		case <-u.q.ready:
+			for _, m := range u.q.drain() {
+				u.handle(m)
+			}
+			dirty = true
+		case <-tick.C:
+			if u.animating() {
+				u.frame++
+				dirty = true
+			}
+			if u.hint != "" && time.Now().After(u.hintUntil) {
+				u.hint = ""
+				dirty = true
+			}
+		case <-escTimer:
+			escTimer = nil
+			u.keys(u.dec.Flush())
+			dirty = true
+		case <-drawTimer:
+			drawTimer = nil
+		}
+		if u.dec.Pending() && escTimer == nil {
+			escTimer = time.After(40 * time.Millisecond)
+		}
+		if u.quit {
+			break
+		}
+		// Coalesce redraws to at most one per 16 ms.
+		if dirty && drawTimer == nil {
+			if wait := 16*time.Millisecond - time.Since(u.lastDraw); wait > 0 {
+				drawTimer = time.After(wait)
+			} else {
+				u.draw()
+				dirty = false
+			}
+		}
+	}
+}
+
+func (u *ui) animating() bool {
+	return u.busy() || len(u.approvals) > 0
+}
+
+func (u *ui) busy() bool {
+	return u.status == agent.Running || u.tr.Busy()
+}
+
+func (u *ui) handle(m any) {
+	switch m := m.(type) {
+	case eventMsg:
+		if m.cur != u.cur.Load() || m.ev.Seq < m.cur.from {
+			return // a session we left, or an event already replayed
+		}
+		u.tr.Apply(m.ev)
+		switch m.ev.Type {
+		case session.TypeUserMessage, session.TypeSteeringMessage:
+			if p, err := session.Decode[session.Prompt](m.ev); err == nil {
+				u.dropPending(llm.TextOf(p.Content))
+			}
+		case session.TypeTurnStart:
+			if u.busySince.IsZero() {
+				u.busySince = time.Now()
+			}
+		}
+	case statusMsg:
+		if c := u.cur.Load(); c == nil || m.ag != c.ag {
+			return
+		}
+		u.status = m.status
+		switch m.status {
+		case agent.Running:
+			if u.busySince.IsZero() {
+				u.busySince = time.Now()
+			}
+		default:
+			u.busySince = time.Time{}
+			u.pending = nil
+		}
+	case inputMsg:
+		u.keys(u.dec.Feed(m.b))
+	case inputEnd:
+		u.inputDone = true
+		u.keys(u.dec.Flush())
+		u.quit = true
+	case approvalMsg:
+		u.approvals = append(u.approvals, m.a)
+	case withdrawMsg:
+		if i := slices.Index(u.approvals, m.a); i >= 0 {
+			if i == 0 {
+				u.reasonEd = nil
+			}
+			u.approvals = slices.Delete(u.approvals, i, i+1)
+		}
+	case compactDone:
+		u.compacted(m)
+	case resizeMsg:
+	}
+}
+
+func (u *ui) dropPending(text string) {
+	if i := slices.Index(u.pending, strings.TrimSpace(text)); i >= 0 {
+		u.pending = slices.Delete(u.pending, i, i+1)
+	}
+}
+
+// keys routes keys to the approval question or the editor.
+func (u *ui) keys(ks []Key) {
+	for _, k := range ks {
+		if u.quit {
+			return
+		}
+		if len(u.approvals) > 0 {
+			u.approvalKey(k)
+			continue
+		}
+		u.editorKey(k)
+	}
+}
+
+func (u *ui) editorKey(k Key) {
+	switch u.ed.Handle(k) {
+	case ActSubmit:
+		text := u.ed.Text()
+		if strings.TrimSpace(text) == "" {
+			return
+		}
+		u.hist.Add(text)
+		u.ed.Reset()
+		u.submit(text)
+	case ActEOF:
+		u.quit = true
+	case ActInterrupt:
+		switch {
+		case u.busy():
+			u.interrupt()
+		case u.ed.Text() != "":
+			u.ed.Reset()
+		case time.Since(u.lastCtrlC) < 2*time.Second:
+			u.quit = true
+		default:
+			u.lastCtrlC = time.Now()
+			u.setHint("press ctrl-c again to exit", 2*time.Second)
+		}
+	case ActEsc:
+		if u.busy() {
+			u.interrupt()
+		}
+	case ActRedraw:
+		_, _ = io.WriteString(u.out, "\x1b[H\x1b[2J")
+		u.scr.Reset()
+	case ActTab:
+		u.complete()
+	case ActBackTab:
+		u.cycleMode()
+	}
+}
+
+func (u *ui) interrupt() {
+	if c := u.cur.Load(); c != nil {
+		c.ag.Cancel("interrupted by user")
+		u.setHint("interrupting…", 2*time.Second)
+	}
+}
+
+func (u *ui) setHint(s string, d time.Duration) {
+	u.hint, u.hintUntil = s, time.Now().Add(d)
+}
+
+// approvalKey answers the open question: y, a, n (then a reason), esc.
+func (u *ui) approvalKey(k Key) {
+	a := u.approvals[0]
+	if u.reasonEd != nil {
+		switch u.reasonEd.Handle(k) {
+		case ActSubmit:
+			u.answer(a, tool.Approval{Allow: false, Reason: strings.TrimSpace(u.reasonEd.Text()), By: "user"})
+		case ActEsc, ActInterrupt, ActEOF:
+			u.answer(a, tool.Approval{Allow: false, By: "user"})
+		}
+		return
+	}
+	switch {
+	case k.Kind == KeyRune && (k.Rune == 'y' || k.Rune == 'Y'):
+		u.answer(a, tool.Approval{Allow: true, By: "user"})
+	case k.Kind == KeyRune && (k.Rune == 'a' || k.Rune == 'A'):
+		u.answer(a, tool.Approval{Allow: true, Remember: true, By: "user"})
+	case k.Kind == KeyRune && (k.Rune == 'n' || k.Rune == 'N'):
+		u.reasonEd = NewEditor(nil)
+	case k.Kind == KeyEsc:
+		u.answer(a, tool.Approval{Allow: false, By: "user"})
+	case k.Kind == KeyCtrlC:
+		u.answer(a, tool.Approval{Allow: false, Reason: "the user interrupted the turn", By: "user"})
+		u.interrupt()
+	}
+}
+
+func (u *ui) answer(a *approval, ans tool.Approval) {
+	a.reply <- ans // buffered: never blocks
+	u.reasonEd = nil
+	if i := slices.Index(u.approvals, a); i >= 0 {
+		u.approvals = slices.Delete(u.approvals, i, i+1)
+	}
+}
+
+// Approve implements [tool.Approver]: it runs on the agent's goroutine and
+// waits for the UI goroutine to put the question to the user.
+func (u *ui) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
+	closed := tool.Approval{Allow: false, Reason: "the terminal was closed before the user answered", By: "user"}
+	select {
+	case <-u.done:
+		return closed, nil
+	default:
+	}
+	a := &approval{req: req, reply: make(chan tool.Approval, 1)}
+	u.q.push(approvalMsg{a: a})
+	select {
+	case ans := <-a.reply:
+		return ans, nil
+	case <-ctx.Done():
+		u.q.push(withdrawMsg{a: a})
+		return tool.Approval{}, context.Cause(ctx)
+	case <-u.done:
+		return closed, nil
+	}
+}
+
+// submit sends a prompt, steers the running turn, or runs a command.
+func (u *ui) submit(text string) {
+	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
+		u.command(strings.TrimSpace(text))
+		return
+	}
+	text = strings.TrimPrefix(text, "/")
+	c := u.cur.Load()
+	if c == nil {
+		u.tr.Note(u.st.Err("no agent is running (try /clear)"))
+		return
+	}
+	content := []llm.Block{llm.Text(text)}
+	var err error
+	if c.ag.Status() == agent.Running {
+		err = c.ag.Steer(u.ctx, content, llm.Source{})
+		if err == nil {
+			u.pending = append(u.pending, strings.TrimSpace(text))
+		}
+	} else {
+		u.busySince = time.Now()
+		err = c.ag.Send(u.ctx, content, llm.Source{})
+	}
+	if err != nil {
+		u.tr.Note(u.st.Err("could not send: " + err.Error()))
+	}
+}
+
+// switchTo replaces the current agent by the one start makes, and replays
+// the new session's stored events.
+func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner string) error {
+	h, err := start(u.ctx)
+	if err != nil {
+		u.tr.Note(u.st.Err(err.Error()))
+		return err
+	}
+	old := u.cur.Load()
+	defer func() {
+		// The old agent goes after the new one is published, so its
+		// closing events are ignored and a failed switch keeps it.
+		if old != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), 10*time.Second)
+			_ = old.h.Dispose(dctx)
+			cancel()
+		}
+	}()
+	u.status, u.busySince, u.pending = agent.Idle, time.Time{}, nil
+	sess := h.Agent.Session()
+	// Publish first, then read the log: events appended in between are
+	// both read here and delivered, and the UI skips the delivered copies
+	// below c.from.
+	c := &current{h: h, ag: h.Agent, sess: sess}
+	u.cur.Store(c)
+	events := sess.Events()
+	c.from = int64(len(events))
+	prev := u.tr
+	u.tr = u.newTranscript()
+	if prev != nil {
+		u.tr.ShowThinking = prev.ShowThinking
+		u.tr.wrote = prev.wrote
+		if out := prev.Take(); out != "" {
+			u.tr.out.WriteString(out)
+		}
+	}
+	if banner != "" {
+		u.tr.Note(u.st.Dim(banner))
+	}
+	u.replay(events, sess.ID())
+	return nil
+}
+
+func (u *ui) newTranscript() *Transcript {
+	tools := func(name string) (tool.Tool, bool) { return u.app.Host.Tools.Get(name) }
+	return NewTranscript(u.st, u.md, tools, u.width)
+}
+
+// replayTurns is how many stored turns a resumed session shows.
+const replayTurns = 10
+
+func (u *ui) replay(events []session.Event, id session.ID) {
+	start, turns := 0, 0
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == session.TypeTurnStart {
+			turns++
+			if turns == replayTurns {
+				start = i
+				break
+			}
+		}
+	}
+	if start > 0 {
+		hidden := 0
+		for _, e := range events[:start] {
+			if e.Type == session.TypeTurnStart {
+				hidden++
+			}
+		}
+		u.tr.Note(u.st.Dim(fmt.Sprintf("… %d earlier turns not shown (see: dsh sessions show %s)", hidden, id)))
+	}
+	for _, e := range events[start:] {
+		if e.Type == session.TypeAssistantChunk {
+			continue // the message follows
+		}
+		u.tr.Apply(e)
+	}
+}
+
+func (u *ui) width() int  { return max(20, u.o.Width()) }
+func (u *ui) height() int { return max(5, u.o.Height()) }
+
+func (u *ui) modelName() string {
+	if m := u.model.Load(); m != nil {
+		return *m
+	}
+	return u.app.Model
+}
+
+func (u *ui) isDemo() bool { return u.modelName() == demo.ModelID }
+
+func (u *ui) cwd() string {
+	if u.o.Cwd != "" {
+		return u.o.Cwd
+	}
+	if c := u.cur.Load(); c != nil && c.sess.Cwd() != "" {
+		return c.sess.Cwd()
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+func (u *ui) banner() {
+	u.tr = u.newTranscript()
+	v := u.o.Version
+	if v == "" {
+		v = "dev"
+	}
+	lines := []string{
+		u.st.Accent("✻ dsh") + " " + u.st.Dim(v) + u.st.Dim("  ·  ") + u.modelLabel() + u.st.Dim("  ·  "+shortPath(u.cwd(), u.o.Env)),
+		u.st.Dim("  /help for commands · enter sends (or steers a running turn) · ctrl-j or \\ for a newline · ctrl-c interrupts · ctrl-d exits"),
+	}
+	if u.app.Demo {
+		first := "No API key is configured, so dsh is using its offline demo model (a scripted run, no network)."
+		for _, k := range []string{"DEEPSEEK_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+			if u.o.Env(k) != "" {
+				first = "dsh is using its offline demo model (a scripted run, no network)."
+			}
+		}
+		lines = append(lines, "", u.st.Warn(first),
+			u.st.Warn("To use a real model, set DEEPSEEK_API_KEY, ANTHROPIC_API_KEY or OPENAI_API_KEY, or pick one with --model provider/model."))
+	}
+	u.tr.Note(strings.Join(lines, "\n"))
+}
+
+func (u *ui) modelLabel() string {
+	if u.isDemo() {
+		return u.st.Demo(" DEMO ") + " " + u.st.Warn("offline demo model")
+	}
+	return u.st.Bold(u.modelName())
+}
+
+func shortPath(p string, env func(string) string) string {
+	if h := env("HOME"); h != "" && (p == h || strings.HasPrefix(p, h+string(os.PathSeparator))) {
+		return "~" + p[len(h):]
+	}
+	return p
+}
+
+// draw prints committed output and redraws the live region.
+func (u *ui) draw() {
+	u.lastDraw = time.Now()
+	w := u.width()
+	live, crow, ccol := u.liveRows(w)
+	frame := u.scr.Frame(u.tr.Take(), live, crow, ccol, u.height())
+	_, _ = io.WriteString(u.out, frame)
+}
+
+// liveRows is the live region: in-progress transcript, queued steering,
+// the spinner, the input (or the approval question) and the status line.
+func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
+	now := time.Now()
+	frame := spinner[u.frame%len(spinner)]
+	h := u.height()
+	if tl := u.tr.Live(w, now.UnixMilli(), frame, max(3, h-10)); len(tl) > 0 {
+		if u.tr.wrote {
+			rows = append(rows, "")
+		}
+		rows = append(rows, tl...)
+	}
+	for _, p := range u.pending {
+		rows = append(rows, ansi.Truncate(u.st.Dim("↳ queued: "+firstLine(p)), w, "…"))
+	}
+	if u.busy() {
+		el := ""
+		if !u.busySince.IsZero() {
+			el = " " + fmtDur(now.Sub(u.busySince).Milliseconds())
+		}
+		line := u.st.Accent(frame) + " " + u.activity() + u.st.Dim(el)
+		rows = append(rows, ansi.Truncate(line, w, "…"))
+	}
+	rows = append(rows, "")
+	if len(u.approvals) > 0 {
+		q, qr, qc := u.approvalRows(w)
+		crow, ccol = -1, 0
+		if qr >= 0 {
+			crow, ccol = len(rows)+qr, qc
+		}
+		rows = append(rows, q...)
+	} else {
+		in, r, c := u.ed.Layout(u.st.Accent("› "), "  ", w)
+		crow, ccol = len(rows)+r, c
+		rows = append(rows, in...)
+	}
+	rows = append(rows, ansi.Truncate(u.statusLine(), w, "…"))
+	return rows, crow, ccol
+}
+
+func (u *ui) activity() string {
+	switch {
+	case len(u.approvals) > 0:
+		return u.st.Warn("Waiting for your approval…")
+	case u.tr.reasoning.Len() > 0 && u.tr.text.Len() == 0:
+		return "Thinking…"
+	case len(u.tr.cards) > 0:
+		return "Running " + u.tr.cards[0].Name + "…"
+	case u.tr.text.Len() > 0:
+		return "Writing…"
+	}
+	return "Working…"
+}
+
+func (u *ui) statusLine() string {
+	if u.hint != "" {
+		return u.st.Warn(u.hint)
+	}
+	switch {
+	case u.reasonEd != nil:
+		return u.st.Dim("  enter sends the reason (or denies without one) · esc denies")
+	case len(u.approvals) > 0:
+		return u.st.Dim("  y, a or n to answer · esc denies · ctrl-c denies and interrupts")
+	case u.busy():
+		return u.st.Dim("  esc or ctrl-c to interrupt · enter to steer")
+	}
+	parts := []string{u.modelLabel()}
+	if m := u.mode(); m != "" && m != "default" {
+		parts = append(parts, u.st.Warn("⏵⏵ "+m)+u.st.Dim(" (shift-tab)"))
+	}
+	if u.tr.Turns > 0 {
+		parts = append(parts, u.st.Dim(fmt.Sprintf("%s in · %s out", fmtTokens(u.tr.Total.InputTokens+u.tr.Total.CacheReadTokens+u.tr.Total.CacheWriteTokens), fmtTokens(u.tr.Total.OutputTokens))))
+	}
+	parts = append(parts, u.st.Dim(shortPath(u.cwd(), u.o.Env)), u.st.Dim("/help"))
+	return "  " + strings.Join(parts, u.st.Dim(" · "))
+}
+
+// approvalRows draws the open question; the cursor is placed only while a
+// denial reason is typed.
+func (u *ui) approvalRows(w int) (rows []string, crow, ccol int) {
+	a := u.approvals[0]
+	req := a.req
+	card := &Card{Name: req.Call.Name, Args: req.Call.Raw, Kind: req.Info.Kind}
+	var view *tool.View
+	if tl, ok := u.app.Host.Tools.Get(req.Call.Name); ok {
+		if p, ok := tl.(tool.CallPresenter); ok && req.Call.Args != nil {
+			view = safeView(func() *tool.View { return p.PresentCall(req.Call.Args) })
+		}
+	}
+	card.Call = view
+	rows = append(rows, ansi.Truncate(u.st.Warn("? ")+u.st.Bold("Allow ")+cardTitle(card, u.st)+u.st.Bold("?"), w, "…"))
+	if req.Reason != "" {
+		rs := wrapLines(strings.TrimSpace(req.Reason), w-2)
+		if len(rs) > 3 {
+			rs = append(rs[:2], ansi.Truncate(strings.Join(rs[2:], " "), w-2, "…"))
+		}
+		for _, r := range rs {
+			rows = append(rows, u.st.Dim("  "+r))
+		}
+	}
+	// The preview gets what the screen can spare: the question and its
+	// choices must stay visible.
+	limit := max(4, u.height()-12)
+	var preview []string
+	switch {
+	case view != nil && len(view.Diffs) > 0:
+		var ls []diffLine
+		for _, d := range view.Diffs {
+			ls = append(ls, fileDiffLines(d)...)
+		}
+		preview = renderDiff(ls, min(limit, diffLimit), u.st)
+	case view != nil && view.Command != "":
+		for _, l := range headLines(view.Command, min(limit, 6), func(s string) string { return s }, u.st) {
+			preview = append(preview, "$ "+l)
+		}
+	case view != nil && view.Text != "":
+		preview = headLines(u.md.Render(view.Text, w-4), limit, func(s string) string { return s }, u.st)
+	default:
+		preview = []string{u.st.Dim(compactArgs(req.Call.Raw))}
+	}
+	for _, l := range preview {
+		rows = append(rows, ansi.Truncate("  │ "+l, w, "…"))
+	}
+	if u.reasonEd != nil {
+		in, r, c := u.reasonEd.Layout(u.st.Warn("  Why not? ")+u.st.Dim("(sent to the model; enter to skip) ")+u.st.Accent("› "), "  ", w)
+		return append(rows, in...), len(rows) + r, c
+	}
+	k := u.st.Key
+	rows = append(rows, ansi.Truncate("  "+k("[y]")+" allow once   "+k("[a]")+" allow for this session   "+k("[n]")+" deny   "+u.st.Dim("(esc denies)"), w, "…"))
+	if more := len(u.approvals) - 1; more > 0 {
+		rows = append(rows, u.st.Dim(fmt.Sprintf("  (%d more waiting)", more)))
+	}
+	return rows, -1, 0
+}
+
+// shutdown leaves the terminal tidy: answers open questions, disposes the
+// agent and prints how to resume.
+func (u *ui) shutdown() {
+	close(u.done)
+	for _, a := range u.approvals {
+		select {
+		case a.reply <- tool.Approval{Allow: false, Reason: "the user left", By: "user"}:
+		default:
+		}
+	}
+	u.approvals, u.reasonEd = nil, nil
+	c := u.cur.Swap(nil)
+	if c != nil && c.ag.Status() == agent.Running {
+		c.ag.Cancel("the user exited")
+	}
+	// Flush what is committed, then replace the live region with a goodbye.
+	_, _ = io.WriteString(u.out, u.scr.Frame(u.tr.Take(), nil, -1, 0, u.height()))
+	_, _ = io.WriteString(u.out, u.scr.Clear())
+	if c != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), 10*time.Second)
+		_ = c.h.Dispose(dctx)
+		cancel()
+		if c.sess.Len() > 0 {
+			msg := fmt.Sprintf("Session saved. Resume it with: dsh --resume %s", c.sess.ID())
+			_, _ = io.WriteString(u.out, "\r\n"+u.st.Dim(msg)+"\r\n")
+		}
+	}
+}
+
+// complete finishes a slash command name on tab.
+func (u *ui) complete() {
+	t := u.ed.Text()
+	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n") {
+		return
+	}
+	var match []string
+	for _, c := range commands {
+		if strings.HasPrefix("/"+c.name, t) {
+			match = append(match, "/"+c.name)
+		}
+	}
+	switch len(match) {
+	case 0:
+	case 1:
+		u.ed.SetText(match[0] + " ")
+	default:
+		u.setHint(strings.Join(match, "  "), 3*time.Second)
+	}
+}

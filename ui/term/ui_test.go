@@ -1,0 +1,381 @@
+package term
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/permission"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/tool"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness runs the UI in-process on a pipe, with the demo model.
+type harness struct {
+	t    *testing.T
+	app  *app.App
+	in   *io.PipeWriter
+	out  *syncBuffer
+	done chan error
+	home string
+	cwd  string
+	mark int // output offset searched by wait
+
+	mu  sync.Mutex
+	log []session.Event // every appended event
+}
+
+func startUI(t *testing.T, setup func(*app.App)) *harness {
+	return startUIWith(t, nil, setup)
+}
+
+func startUIWith(t *testing.T, opts func(*app.Options), setup func(*app.App)) *harness {
+	t.Helper()
+	home, cwd := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	o := app.Options{Home: home, Cwd: cwd, Model: "demo", NoSync: true, Env: func(string) string { return "" }}
+	if opts != nil {
+		opts(&o)
+	}
+	a, err := app.New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	if setup != nil {
+		setup(a)
+	}
+	pr, pw := io.Pipe()
+	h := &harness{t: t, app: a, in: pw, out: &syncBuffer{}, done: make(chan error, 1), home: home, cwd: cwd}
+	a.Host.Sessions.Appended.Listen(func(_ context.Context, ap session.Appended) error {
+		h.mu.Lock()
+		h.log = append(h.log, ap.Event)
+		h.mu.Unlock()
+		return nil
+	})
+	go func() {
+		h.done <- Run(ctx, Options{In: pr, Out: h.out, App: a, Home: home, Cwd: cwd, NoColor: true,
+			Width: func() int { return 100 }, Height: func() int { return 40 }, Env: func(string) string { return "" }})
+	}()
+	t.Cleanup(func() { _ = pw.Close() })
+	h.wait("›")
+	h.mark = 0
+	return h
+}
+
+func (h *harness) screen() string { return stripANSI(h.out.String()) }
+
+func (h *harness) send(s string) {
+	h.t.Helper()
+	if _, err := h.in.Write([]byte(s)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// wait polls the output written since the last wait for every substring.
+func (h *harness) wait(subs ...string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := h.screen()
+		rest := s[min(h.mark, len(s)):]
+		ok := true
+		for _, sub := range subs {
+			if !strings.Contains(rest, sub) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			last := 0
+			for _, sub := range subs {
+				last = max(last, strings.LastIndex(rest, sub)+len(sub))
+			}
+			h.mark += last
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %q; output since the last match:\n%s", subs, rest)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitAny polls for any of the substrings.
+func (h *harness) waitAny(subs ...string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := h.screen()
+		rest := s[min(h.mark, len(s)):]
+		for _, sub := range subs {
+			if i := strings.Index(rest, sub); i >= 0 {
+				h.mark += i + len(sub)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for any of %q; output since the last match:\n%s", subs, rest)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (h *harness) exit() {
+	h.t.Helper()
+	h.send("/exit\r")
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("Run did not return after /exit")
+	}
+}
+
+func TestRunDemoSession(t *testing.T) {
+	h := startUI(t, nil)
+	h.wait("offline demo model", "DEEPSEEK_API_KEY")
+	h.send("hello there\r")
+	h.wait("› hello there", "Bash ls -la", "Write dsh-demo-note.txt", "+ Written by dsh's offline demo model.", "That was the whole loop", "✻ ", "cache read")
+	if _, err := os.Stat(filepath.Join(h.cwd, "dsh-demo-note.txt")); err != nil {
+		t.Fatalf("the demo's write did not happen: %v", err)
+	}
+	// History is persisted.
+	if b, _ := os.ReadFile(filepath.Join(h.home, "history")); !strings.Contains(string(b), `"hello there"`) {
+		t.Fatalf("history file: %q", b)
+	}
+	h.send("/help\r")
+	h.wait("Commands", "/resume", "Keys")
+	h.send("/model\r")
+	h.wait("model:", "demo/offline")
+	h.send("/model nope\r")
+	h.wait(`unknown model "nope"`)
+	h.send("/compact\r")
+	h.waitAny("✻ Compaction failed", "✻ Conversation compacted")
+	h.send("/permissions\r")
+	h.wait("permission mode")
+	h.send("/bogus\r")
+	h.wait("unknown command /bogus")
+	h.send("/resume\r")
+	h.wait("no other sessions in this directory")
+	h.send("/clear\r")
+	h.wait("── new session")
+	h.send("/resume\r")
+	h.wait("Recent sessions here", "1.", "hello there")
+	h.send("/resume 1\r")
+	h.wait("── resumed session", "› hello there", "That was the whole loop")
+	h.send("/exi\t\r") // tab completes the command
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit")
+	}
+	if s := h.screen(); !strings.Contains(s, "Resume it with: dsh --resume") {
+		t.Fatalf("no goodbye:\n%s", s[max(0, len(s)-500):])
+	}
+}
+
+// askFor makes calls of name ask for approval, standing in for the
+// permission layer.
+func askFor(name string) func(*app.App) {
+	return func(a *app.App) {
+		a.Host.Tools.PreExecute.Use(func(ctx context.Context, c tool.Call, next func(context.Context, tool.Call) (tool.Decision, error)) (tool.Decision, error) {
+			if c.Name == name {
+				return tool.Decision{Kind: tool.Ask, Reason: "writes need your approval"}, nil
+			}
+			return next(ctx, c)
+		})
+	}
+}
+
+func (h *harness) events(typ string) []session.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []session.Event
+	for _, e := range h.log {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestRunApprovalDenyWithReasonThenAllow(t *testing.T) {
+	h := startUI(t, askFor("write"))
+	h.send("first\r")
+	h.wait("? Allow Write dsh-demo-note.txt?", "writes need your approval", "+ Written by dsh's offline demo model.", "[y] allow once", "[a] allow for this session", "[n] deny")
+	h.send("x") // ignored
+	h.send("n")
+	h.wait("Why not?")
+	h.send("not now\r")
+	h.wait("denied by you", "Error: not now", "✻ ")
+	if _, err := os.Stat(filepath.Join(h.cwd, "dsh-demo-note.txt")); err == nil {
+		t.Fatal("a denied write happened")
+	}
+	var found bool
+	for _, e := range h.events(session.TypeApprovalAnswer) {
+		a, _ := session.Decode[session.ApprovalAnswer](e)
+		found = found || (!a.Allow && a.Reason == "not now" && a.By == "user")
+	}
+	if !found {
+		t.Fatal("no approval/answer with the reason")
+	}
+	// Typing goes back to the prompt after the question.
+	h.send("second\r")
+	h.wait("› second", "? Allow Write dsh-demo-note.txt?")
+	h.send("a")
+	h.wait("allowed for this session", "Write dsh-demo-note.txt")
+	h.wait("✻ ")
+	if _, err := os.Stat(filepath.Join(h.cwd, "dsh-demo-note.txt")); err != nil {
+		t.Fatalf("an allowed write did not happen: %v", err)
+	}
+	h.exit()
+}
+
+// slowAdapter streams a word, then blocks until the request is cancelled.
+type slowAdapter struct{}
+
+func (slowAdapter) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
+	return func(yield func(llm.Chunk, error) bool) {
+		if !yield(llm.StartChunk(0, llm.BlockText), nil) || !yield(llm.TextChunk(0, "Thinking hard about "+req.Model), nil) {
+			return
+		}
+		<-ctx.Done()
+		yield(llm.Chunk{}, context.Cause(ctx))
+	}, nil
+}
+
+func TestRunModelSwitchSteerCancelAndDoubleCtrlC(t *testing.T) {
+	h := startUI(t, func(a *app.App) {
+		if _, err := a.Host.LLM.Register([]llm.ModelInfo{{ID: "slow/m"}}, slowAdapter{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.send("/model slow/m\r")
+	h.wait("model set to slow/m")
+	h.send("go\r")
+	h.wait("› go", "Thinking hard about slow/m", "esc or ctrl-c to interrupt")
+	h.send("and more\r")
+	h.wait("queued: and more")
+	h.send("\x03")
+	h.wait("Thinking hard about slow/m", "(incomplete)", "⏹ Interrupted · interrupted by user")
+	h.send("\x03")
+	h.wait("press ctrl-c again to exit")
+	h.send("\x03")
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second ctrl-c did not exit")
+	}
+	var models []string
+	for _, e := range h.events(session.TypeTurnEnd) {
+		te, _ := session.Decode[session.TurnEnd](e)
+		models = append(models, te.Reason.Kind+":"+te.Reason.Reason)
+	}
+	if len(models) == 0 || models[0] != "aborted:interrupted by user" {
+		t.Fatalf("turn ends: %v", models)
+	}
+}
+
+func TestRunCtrlDAndPendingApprovalOnExit(t *testing.T) {
+	h := startUI(t, askFor("write"))
+	h.send("go\r")
+	h.wait("? Allow Write")
+	// ctrl-c while asking: deny and interrupt.
+	h.send("\x03")
+	h.wait("⏹ Interrupted")
+	h.send("typed\x15") // ctrl-u clears; ctrl-d on the empty line exits
+	h.send("\x04")
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ctrl-d did not exit")
+	}
+}
+
+func TestScreenFrame(t *testing.T) {
+	var s Screen
+	f := s.Frame("", []string{"a", "> x"}, 1, 3, 24)
+	if f != "\x1b[?25l\r\x1b[J"+"a\r\n> x"+"\r\x1b[3C\x1b[?25h" {
+		t.Fatalf("first frame %q", f)
+	}
+	f = s.Frame("out1\nout2\n", []string{"> "}, 0, 2, 24)
+	if f != "\x1b[?25l\r\x1b[1A\x1b[J"+"out1\x1b[K\r\nout2\x1b[K\r\n"+"> "+"\r\x1b[2C\x1b[?25h" {
+		t.Fatalf("second frame %q", f)
+	}
+	// Taller than the terminal: the bottom rows stay.
+	f = s.Frame("", []string{"1", "2", "3", "4", "5"}, 4, 0, 3)
+	if !strings.HasSuffix(f, "4\r\n5\r\x1b[?25h") || strings.Contains(f, "3") {
+		t.Fatalf("clamped frame %q", f)
+	}
+	if c := s.Clear(); c != "\r\x1b[1A\x1b[J\x1b[?25h" {
+		t.Fatalf("clear %q", c)
+	}
+}
+
+func TestRunWithPermissionLayer(t *testing.T) {
+	h := startUIWith(t, func(o *app.Options) {
+		c, err := permission.New(permission.Config{Cwd: o.Cwd, Home: o.Home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Permission = c
+	}, nil)
+	h.send("go\r")
+	h.wait("? Allow Bash ls -la | head -n 20", "[a] allow for this session")
+	h.send("a")
+	h.wait("allowed for this session", "total ")
+	// The remembered answer covers the second listing; the write asks.
+	h.wait("? Allow Write dsh-demo-note.txt?")
+	h.send("y")
+	h.wait("That was the whole loop", "✻ ")
+	if _, err := os.Stat(filepath.Join(h.cwd, "dsh-demo-note.txt")); err != nil {
+		t.Fatalf("the approved write did not happen: %v", err)
+	}
+	h.send("/permissions\r")
+	h.wait("permission mode: default", "(session)")
+	h.send("\x1b[Z") // shift-tab
+	h.wait("permission mode: acceptEdits", "⏵⏵ acceptEdits")
+	h.send("/permissions mode plan\r")
+	h.wait("permission mode: plan", "⏵⏵ plan")
+	h.send("/permissions mode nope\r")
+	h.wait(`unknown mode "nope"`)
+	h.exit()
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package term
+
+func notifyResize(func()) (stop func()) { return func() {} }
