@@ -1,0 +1,671 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
+	"github.com/dshq/dsh/store/internal/eventjson"
+	"github.com/dshq/dsh/store/internal/flock"
+)
+
+// Name labels this backend in errors.
+const Name = "session-persistence-sqlite"
+
+// SchemaVersion is the table layout this build reads and writes, stamped in
+// PRAGMA user_version. A fresh database is stamped with it; any other
+// non-zero value is refused (there are no migrations). It is 5, not the
+// reference's 4, because the sessions table carries the listing columns.
+const SchemaVersion = 5
+
+// Memory is the path of a private in-memory database.
+const Memory = ":memory:"
+
+const schema = `
+CREATE TABLE IF NOT EXISTS sessions(
+	id TEXT PRIMARY KEY,
+	version INTEGER NOT NULL,
+	created_at INTEGER NOT NULL,
+	cwd TEXT,
+	parent_session TEXT,
+	seed_length INTEGER,
+	title TEXT NOT NULL DEFAULT '',
+	last_activity INTEGER NOT NULL DEFAULT 0,
+	turns INTEGER NOT NULL DEFAULT 0,
+	event_count INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX IF NOT EXISTS sessions_by_activity ON sessions(last_activity DESC, id);
+CREATE INDEX IF NOT EXISTS sessions_by_cwd ON sessions(cwd, last_activity DESC, id);
+CREATE TABLE IF NOT EXISTS events(
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	seq INTEGER NOT NULL,
+	type TEXT NOT NULL,
+	time INTEGER NOT NULL,
+	event TEXT NOT NULL,
+	PRIMARY KEY(session_id, seq)
+) STRICT, WITHOUT ROWID;
+`
+
+// Options configure a [Backend].
+type Options struct {
+	// NoSync sets synchronous=OFF: commits survive a crash of the process
+	// but not of the machine. For tests, benchmarks and scratch stores.
+	NoSync bool
+}
+
+// Backend stores sessions in one SQLite database (WAL mode): a sessions
+// table with the header and listing columns, and one events row per event.
+// It implements [store.Backend]; use it through a [store.Coordinator].
+type Backend struct {
+	path     string
+	db       *sql.DB
+	lockRoot string // "" for an in-memory database
+
+	writeMu sync.Mutex // one write transaction at a time in this process
+
+	mu      sync.Mutex
+	handles map[session.ID]*flock.Lock
+	closed  bool
+}
+
+var _ store.Backend = (*Backend)(nil)
+
+// Open opens (creating when missing, with parent directories mode 0700) the
+// database at path, or a private in-memory database for [Memory].
+func Open(path string, opts Options) (*Backend, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty path")
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("sqlite: database path %q must not contain '?'", path)
+	}
+	b := &Backend{path: path, handles: map[session.ID]*flock.Lock{}}
+	if path != Memory {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		b.path = abs
+		b.lockRoot = abs + "-locks"
+	}
+	syncMode := "FULL"
+	if opts.NoSync {
+		syncMode = "OFF"
+	}
+	dsn := b.path + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + syncMode + ")"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: opening %s: %w", b.path, err)
+	}
+	// An in-memory database exists per connection: it gets exactly one.
+	// A file gets a few, so long loads can read in parallel; writes are
+	// serialized in this process by writeMu (SQLite allows one writer).
+	conns := maxParts
+	if b.path == Memory {
+		conns = 1
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	b.db = db
+	if err := b.initSchema(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// withTx runs fn in a BEGIN IMMEDIATE transaction (taking the write lock up
+// front, so two processes never deadlock upgrading), committing on success
+// and rolling back on any error.
+func (b *Backend) withTx(ctx context.Context, fn func(c *sql.Conn) error) (err error) {
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	c, err := b.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	if err := fn(c); err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+func (b *Backend) initSchema() error {
+	ctx := context.Background()
+	return b.withTx(ctx, func(c *sql.Conn) error {
+		var v int
+		if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return fmt.Errorf("sqlite: reading the schema version of %s: %w", b.path, err)
+		}
+		switch v {
+		case SchemaVersion:
+			return nil
+		case 0:
+			if _, err := c.ExecContext(ctx, schema); err != nil {
+				return fmt.Errorf("sqlite: creating the schema in %s: %w", b.path, err)
+			}
+			_, err := c.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(SchemaVersion))
+			return err
+		default:
+			return fmt.Errorf("sqlite: session database at %q has schema version %d, incompatible with this build (%d)", b.path, v, SchemaVersion)
+		}
+	})
+}
+
+// Path is the database path (absolute, or [Memory]).
+func (b *Backend) Path() string { return b.path }
+
+// Name implements [store.Backend].
+func (b *Backend) Name() string { return Name }
+
+// Lock implements [store.Backend]: flock(2) on <db>-locks/<id>.lock (an
+// in-memory database is private to this backend and needs no file).
+func (b *Backend) Lock(ctx context.Context, id session.ID) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	enc, err := store.EncodeSegment(string(id))
+	if err != nil {
+		return fmt.Errorf("sqlite: session id %q: %w", id, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return fmt.Errorf("sqlite: %w", store.ErrClosed)
+	}
+	if _, ok := b.handles[id]; ok {
+		return nil
+	}
+	var l *flock.Lock
+	if b.lockRoot != "" {
+		l, err = flock.Acquire(filepath.Join(b.lockRoot, enc+".lock"))
+		if err != nil {
+			var held *flock.HeldError
+			if errors.As(err, &held) {
+				return &store.InUseError{ID: id, PID: held.PID}
+			}
+			return fmt.Errorf("sqlite: locking session %q: %w", id, err)
+		}
+	}
+	b.handles[id] = l
+	return nil
+}
+
+// Unlock implements [store.Backend].
+func (b *Backend) Unlock(id session.ID) error {
+	b.mu.Lock()
+	l, ok := b.handles[id]
+	delete(b.handles, id)
+	b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return l.Release()
+}
+
+func (b *Backend) locked(id session.ID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return fmt.Errorf("sqlite: %w", store.ErrClosed)
+	}
+	if _, ok := b.handles[id]; !ok {
+		return fmt.Errorf("sqlite: session %q is not locked by this backend", id)
+	}
+	return nil
+}
+
+// Close implements [store.Backend].
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	hs := b.handles
+	b.handles = map[session.ID]*flock.Lock{}
+	wasClosed := b.closed
+	b.closed = true
+	b.mu.Unlock()
+	var errs []error
+	for _, l := range hs {
+		if err := l.Release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !wasClosed {
+		if err := b.db.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func readHeader(ctx context.Context, q querier, id session.ID) (session.Header, bool, error) {
+	var (
+		h      = session.Header{ID: id}
+		cwd    sql.NullString
+		parent sql.NullString
+		seed   sql.NullInt64
+	)
+	err := q.QueryRowContext(ctx, "SELECT version, created_at, cwd, parent_session, seed_length FROM sessions WHERE id = ?", string(id)).
+		Scan(&h.Version, &h.CreatedAt, &cwd, &parent, &seed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, false, nil
+	}
+	if err != nil {
+		return h, false, fmt.Errorf("sqlite: %w", err)
+	}
+	h.Cwd, h.ParentSession, h.SeedLength = cwd.String, session.ID(parent.String), int(seed.Int64)
+	return h, true, nil
+}
+
+// row is one events row as read.
+type row struct {
+	ev session.Event
+	ok bool // the event text parses
+}
+
+// query runs a query on a driver connection directly and hands each row's
+// values to fn: a full load reads 100,000 rows, and database/sql's per-row
+// locking and reflective Scan would cost more than SQLite itself.
+func (b *Backend) query(ctx context.Context, query string, args []any, cols int, fn func(v []driver.Value) (more bool)) error {
+	c, err := b.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	defer c.Close()
+	named := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	err = c.Raw(func(dc any) error {
+		q, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return errors.New("driver connection cannot query")
+		}
+		rows, err := q.QueryContext(ctx, query, named)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		dest := make([]driver.Value, cols)
+		for {
+			if err := rows.Next(dest); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+			if !fn(dest) {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return nil
+}
+
+// decodeEvent parses an event column. A row whose text does not parse is
+// reported under seq, its position, for scanRows's error.
+func decodeEvent(v driver.Value, seq int64) row {
+	var line []byte
+	switch x := v.(type) {
+	case string:
+		line = []byte(x)
+	case []byte:
+		line = append([]byte(nil), x...)
+	default:
+		return row{ev: session.Event{Seq: seq}}
+	}
+	e, ok := eventjson.Parse(line)
+	if !ok {
+		return row{ev: session.Event{Seq: seq}}
+	}
+	return row{ev: e, ok: true}
+}
+
+// A long session is read in up to maxParts seq ranges of at least
+// minPartRows rows, concurrently, each on its own connection: reading rows
+// through the driver costs about a microsecond each, and parsing them about
+// as much again, so a second core halves the load of a long session.
+const (
+	minPartRows = 20_000
+	maxParts    = 4
+)
+
+// readRows reads every events row of id in seq order; n is the expected
+// count (the stored event count), used only to split the work.
+func (b *Backend) readRows(ctx context.Context, id session.ID, n int64) ([]row, error) {
+	parts := int64(1)
+	if b.path != Memory {
+		parts = max(1, min(int64(runtime.GOMAXPROCS(0)), maxParts, n/minPartRows))
+	}
+	out := make([][]row, parts)
+	errs := make([]error, parts)
+	read := func(i int64) {
+		lo := n * i / parts
+		q := "SELECT event FROM events WHERE session_id = ? AND seq >= ?"
+		args := []any{string(id), lo}
+		if i < parts-1 {
+			q += " AND seq < ?"
+			args = append(args, n*(i+1)/parts)
+		}
+		rows := make([]row, 0, n/parts+1)
+		errs[i] = b.query(ctx, q+" ORDER BY seq", args, 1, func(v []driver.Value) bool {
+			rows = append(rows, decodeEvent(v[0], lo+int64(len(rows))))
+			return true
+		})
+		out[i] = rows
+	}
+	var wg sync.WaitGroup
+	for i := int64(1); i < parts; i++ {
+		wg.Go(func() { read(i) })
+	}
+	read(0)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if parts == 1 {
+		return out[0], nil
+	}
+	var total int
+	for _, p := range out {
+		total += len(p)
+	}
+	all := make([]row, 0, total)
+	for _, p := range out {
+		all = append(all, p...)
+	}
+	return all, nil
+}
+
+func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h, ok, err := readHeader(ctx, b.db, id)
+	if err != nil || !ok {
+		return nil, err
+	}
+	st := &store.Stored{Header: h}
+	if h.Version != session.FormatVersion {
+		return st, nil
+	}
+	var n int64
+	if err := b.db.QueryRowContext(ctx, "SELECT event_count FROM sessions WHERE id = ?", string(id)).Scan(&n); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	all, err := b.readRows(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	events, torn, err := scanRows(all)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: session %q: %w", id, err)
+	}
+	st.Events = events
+	if torn {
+		st.Torn = int64(len(events))
+	}
+	return st, nil
+}
+
+// scanRows applies the committed-region rule to rows ordered by seq: a bad
+// row (unparsable, or seq not its index) at or before the last intact
+// turn/end is corruption; after it, it starts a torn tail and the intact
+// rows before it are kept. torn reports rows to delete from seq
+// len(events).
+func scanRows(rows []row) (events []session.Event, torn bool, err error) {
+	lastTurnEnd := -1
+	for i, r := range rows {
+		if r.ok && r.ev.Type == session.TypeTurnEnd {
+			lastTurnEnd = i
+		}
+	}
+	keep := len(rows)
+	for i, r := range rows {
+		if r.ok && r.ev.Seq == int64(i) {
+			continue
+		}
+		if i <= lastTurnEnd {
+			if !r.ok {
+				return nil, false, &store.CorruptError{Seq: r.ev.Seq, Line: -1,
+					Detail: fmt.Sprintf("unparsable committed event at seq %d", r.ev.Seq)}
+			}
+			return nil, false, &store.CorruptError{Seq: r.ev.Seq, Line: -1,
+				Detail: fmt.Sprintf("seq gap in committed region (expected %d, got %d)", i, r.ev.Seq)}
+		}
+		keep = i
+		break
+	}
+	events = make([]session.Event, keep)
+	for i := range keep {
+		events[i] = rows[i].ev
+	}
+	return events, keep < len(rows), nil
+}
+
+// LoadStored implements [store.Backend].
+func (b *Backend) LoadStored(ctx context.Context, id session.ID) (*store.Stored, error) {
+	return b.load(ctx, id)
+}
+
+// LoadLive implements [store.Backend]; a database has no cwd scopes.
+func (b *Backend) LoadLive(ctx context.Context, id session.ID, _ string) (*store.Stored, error) {
+	return b.load(ctx, id)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func insertEvents(ctx context.Context, c *sql.Conn, id session.ID, events []session.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	stmt, err := c.PrepareContext(ctx, "INSERT INTO events(session_id, seq, type, time, event) VALUES(?, ?, ?, ?, ?)")
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	var line []byte
+	for _, e := range events {
+		if line, err = eventjson.AppendEvent(line[:0], e); err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, string(id), e.Seq, e.Type, e.Time, string(line[:len(line)-1])); err != nil {
+			return fmt.Errorf("inserting %q (seq %d): %w", e.Type, e.Seq, err)
+		}
+	}
+	return nil
+}
+
+func updateSummary(ctx context.Context, c *sql.Conn, info store.Info) error {
+	_, err := c.ExecContext(ctx, "UPDATE sessions SET title = ?, last_activity = ?, turns = ?, event_count = ? WHERE id = ?",
+		info.Title, info.LastActivity, info.Turns, info.Events, string(info.Header.ID))
+	return err
+}
+
+// AppendBatch implements [store.Backend]: one transaction; the first batch
+// inserts the sessions row with it.
+func (b *Backend) AppendBatch(ctx context.Context, batch store.Batch) error {
+	id := batch.Header.ID
+	if err := b.locked(id); err != nil {
+		return err
+	}
+	err := b.withTx(ctx, func(c *sql.Conn) error {
+		if !batch.Materialized {
+			_, exists, err := readHeader(ctx, c, id)
+			if err != nil {
+				return err
+			}
+			if exists {
+				return fmt.Errorf("sqlite: refusing to materialize %q: a log already exists in the database (load/resume it instead): %w", id, store.ErrExists)
+			}
+			h := batch.Header
+			var seed any
+			if h.SeedLength != 0 {
+				seed = h.SeedLength
+			}
+			if _, err := c.ExecContext(ctx, "INSERT INTO sessions(id, version, created_at, cwd, parent_session, seed_length) VALUES(?, ?, ?, ?, ?, ?)",
+				string(id), h.Version, h.CreatedAt, nullString(h.Cwd), nullString(string(h.ParentSession)), seed); err != nil {
+				return err
+			}
+		} else if len(batch.Events) > 0 {
+			var last int64
+			if err := c.QueryRowContext(ctx, "SELECT coalesce(max(seq), -1) FROM events WHERE session_id = ?", string(id)).Scan(&last); err != nil {
+				return err
+			}
+			if first := batch.Events[0].Seq; first != last+1 {
+				return fmt.Errorf("sqlite: the stored log of %q ends at seq %d, cannot append seq %d: %w", id, last, first, store.ErrSeq)
+			}
+		}
+		if err := insertEvents(ctx, c, id, batch.Events); err != nil {
+			return err
+		}
+		return updateSummary(ctx, c, batch.Info)
+	})
+	if err != nil && !strings.HasPrefix(err.Error(), "sqlite:") {
+		err = fmt.Errorf("sqlite: appending to %q: %w", id, err)
+	}
+	return err
+}
+
+// CommitRepair implements [store.Backend]: one transaction deleting the torn
+// rows and inserting the closers.
+func (b *Backend) CommitRepair(ctx context.Context, r store.Repair) error {
+	id := r.Header.ID
+	if err := b.locked(id); err != nil {
+		return err
+	}
+	err := b.withTx(ctx, func(c *sql.Conn) error {
+		if r.Torn != nil {
+			from, ok := r.Torn.(int64)
+			if !ok {
+				return fmt.Errorf("bad torn marker %T", r.Torn)
+			}
+			if _, err := c.ExecContext(ctx, "DELETE FROM events WHERE session_id = ? AND seq >= ?", string(id), from); err != nil {
+				return err
+			}
+		}
+		if err := insertEvents(ctx, c, id, r.Closers); err != nil {
+			return err
+		}
+		return updateSummary(ctx, c, r.Info)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: repairing %q: %w", id, err)
+	}
+	return nil
+}
+
+// List implements [store.Backend]: the sessions table, newest activity
+// first.
+func (b *Backend) List(ctx context.Context, q store.Query) ([]store.Info, error) {
+	query := "SELECT id, version, created_at, cwd, parent_session, seed_length, title, last_activity, turns, event_count FROM sessions"
+	var args []any
+	if q.Cwd != "" {
+		query += " WHERE cwd = ?"
+		args = append(args, q.Cwd)
+	}
+	query += " ORDER BY last_activity DESC, id"
+	if q.Limit > 0 {
+		query += " LIMIT " + strconv.Itoa(q.Limit)
+	}
+	rows, err := b.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Info
+	for rows.Next() {
+		var (
+			in           store.Info
+			id           string
+			cwd, parent  sql.NullString
+			seed         sql.NullInt64
+			title        string
+			last, events int64
+			turns        int
+		)
+		if err := rows.Scan(&id, &in.Header.Version, &in.Header.CreatedAt, &cwd, &parent, &seed, &title, &last, &turns, &events); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		in.Header.ID, in.Header.Cwd, in.Header.ParentSession, in.Header.SeedLength = session.ID(id), cwd.String, session.ID(parent.String), int(seed.Int64)
+		in.Title, in.LastActivity, in.Turns, in.Events = title, last, turns, events
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+// Tail implements [store.Backend]: the last n rows by primary key.
+func (b *Backend) Tail(ctx context.Context, id session.ID, n int) (session.Header, []session.Event, error) {
+	h, ok, err := readHeader(ctx, b.db, id)
+	if err != nil {
+		return h, nil, err
+	}
+	if !ok {
+		return h, nil, fmt.Errorf("sqlite: session %q not found: %w", id, store.ErrNotFound)
+	}
+	if h.Version != session.FormatVersion {
+		return h, nil, fmt.Errorf("sqlite: unsupported session format version %d for %q (only v%d is supported): %w", h.Version, id, session.FormatVersion, store.ErrVersion)
+	}
+	if n <= 0 {
+		return h, nil, nil
+	}
+	// A few extra rows, so a torn row or two at the end do not shorten the
+	// answer.
+	var out []session.Event // newest first
+	next := int64(-1)
+	err = b.query(ctx, "SELECT seq, event FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?", []any{string(id), int64(n + 16)}, 2, func(v []driver.Value) bool {
+		seq, _ := v[0].(int64)
+		r := decodeEvent(v[1], seq)
+		if r.ok && (next == -1 || r.ev.Seq == next) {
+			out = append(out, r.ev)
+			next = r.ev.Seq - 1
+		} else if len(out) > 0 {
+			return false // a hole before the run we have
+		}
+		return len(out) < n
+	})
+	if err != nil {
+		return h, nil, err
+	}
+	slices.Reverse(out)
+	return h, out, nil
+}
