@@ -44,6 +44,8 @@ import (
 	"github.com/dshq/dsh/tools/searchtool"
 	"github.com/dshq/dsh/tools/task"
 	"github.com/dshq/dsh/tools/todo"
+	"github.com/dshq/dsh/tools/webtool"
+	webproviders "github.com/dshq/dsh/web/providers"
 )
 
 // Options configure an app.
@@ -246,6 +248,24 @@ func (a *App) installTools() error {
 	tools = append(tools, fstool.Tools(files, tracker, fstool.Options{})...)
 	tools = append(tools, searchtool.Tools(searchtool.Options{})...)
 	tools = append(tools, todo.New())
+	// Web: web_fetch always; web_search only when a search provider is
+	// available. DeepSeek's search costs a model call per search and is only
+	// used when settings name it.
+	env := func(k string) string {
+		if k == "DEEPSEEK_API_KEY" && (o.Settings.Web == nil || o.Settings.Web.SearchProvider != "deepseek") {
+			return ""
+		}
+		if v, ok := o.Settings.Env[k]; ok {
+			return v
+		}
+		return o.Env(k)
+	}
+	webSvc, err := webproviders.New(webproviders.FromSettings(o.Settings.Web), env, o.HTTPClient)
+	if err != nil {
+		return fmt.Errorf("app: web: %w", err)
+	}
+	_ = h.Scope.Defer(webSvc.Close)
+	tools = append(tools, webtool.Tools(webSvc, webtool.Options{})...)
 	return h.Tools.RegisterAll(h.Scope, tools...)
 }
 

@@ -30,6 +30,9 @@ import (
 	"github.com/dshq/dsh/tools/searchtool"
 	"github.com/dshq/dsh/tools/task"
 	"github.com/dshq/dsh/tools/todo"
+	"github.com/dshq/dsh/tools/webtool"
+	webproviders "github.com/dshq/dsh/web/providers"
+	"github.com/dshq/dsh/web/search/exa"
 )
 
 // Owner is a struct whose exported fields are interception points.
@@ -77,6 +80,15 @@ func ToolSources() []ToolSource {
 			Tools: func() ([]tool.Tool, error) {
 				svc := subagent.NewService(subagent.Options{})
 				return []tool.Tool{task.Tool("task", "spawn", svc, nil, nil), task.Tool("fork", "fork", svc, nil, nil)}, nil
+			}},
+		{Pkg: "tools/webtool", Ctor: "webtool.Tools(svc, webtool.Options{})",
+			Tools: func() ([]tool.Tool, error) {
+				svc, err := webproviders.New(webproviders.Config{Exa: exa.Config{APIKey: "catalog"}}, func(string) string { return "" }, nil)
+				if err != nil {
+					return nil, err
+				}
+				defer svc.Close()
+				return webtool.Tools(svc, webtool.Options{}), nil
 			}},
 		{Pkg: "permission", Ctor: "(*permission.Checker).Install(scope, registry, builder, hub)",
 			Tools: registeredBy(func(scope *kernel.Scope, reg *tool.Registry) error {
