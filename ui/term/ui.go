@@ -242,6 +242,11 @@ func Run(ctx context.Context, o Options) error {
 		u.submit(o.FirstPrompt)
 	}
 	u.draw()
+	if o.Env("DSH_BENCH_EXIT_READY") != "" {
+		// Start-up measurement: the prompt is ready; leave at once.
+		u.shutdown()
+		return nil
+	}
 	u.loop(ctx)
 	u.shutdown()
 	return nil

@@ -53,7 +53,10 @@ func main() {
 		left.Store(int64(n))
 		cmd := exec.Command(*bin, args...)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL="+srv.URL, "DSH_MODEL=deepseek/deepseek-chat")
+		cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL="+srv.URL, "DSH_MODEL=deepseek/deepseek-chat", "TERM=dumb")
+		if readyEnv {
+			cmd.Env = append(cmd.Env, "DSH_BENCH_EXIT_READY=1")
+		}
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
 		d := time.Since(start)
@@ -77,15 +80,21 @@ func main() {
 	}
 	run(0, "version") // warm the page cache
 	cold, coldRSS := median(0, "version")
+	readyEnv = true
+	ready, readyRSS := median(0)
+	readyEnv = false
 	zero, zeroRSS := median(0, "-p", "answer directly")
 	long, longRSS := median(*steps, "-p", "run echo repeatedly")
 	per := (long - zero) / time.Duration(*steps)
 	fmt.Printf("dsh version (process start + exit): median %v, peak RSS %d KiB\n", cold.Round(10*time.Microsecond), coldRSS)
+	fmt.Printf("interactive dsh, start to a ready prompt (then exit): median %v, peak RSS %.1f MiB\n", ready.Round(10*time.Microsecond), float64(readyRSS)/1024)
 	fmt.Printf("dsh -p, 0 steps:  median %v, peak RSS %.1f MiB\n", zero.Round(10*time.Microsecond), float64(zeroRSS)/1024)
 	fmt.Printf("dsh -p, %d steps: median %v, peak RSS %.1f MiB\n", *steps, long.Round(10*time.Microsecond), float64(longRSS)/1024)
 	fmt.Printf("per-step overhead (incl. the echo subprocess): %v\n", per.Round(10*time.Microsecond))
 	_ = strings.TrimSpace
 }
+
+var readyEnv bool
 
 func chunk(w io.Writer, m map[string]any) {
 	m["id"], m["object"], m["model"] = "chatcmpl", "chat.completion.chunk", "deepseek-chat"
