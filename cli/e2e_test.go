@@ -345,3 +345,27 @@ func TestHeadlessProjectHooks(t *testing.T) {
 		t.Fatal("an untrusted project's hook must not run (so rm -rf ran in bypass mode)")
 	}
 }
+
+// A subagent's transcript is stored with lineage, and `dsh sessions show`
+// of the parent includes it.
+func TestHeadlessSubagentLineage(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	ds := &deepseek{replies: []string{
+		toolReply("call_1", "task", map[string]string{"description": "look around", "prompt": "CHILD-TASK: list nothing, just answer"}),
+		textReply("child says hi"),
+		textReply("parent done"),
+	}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--allowedTools", "task", "--output-format", "json", "delegate")
+	if r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var res map[string]any
+	json.Unmarshal([]byte(r.stdout), &res)
+	id, _ := res["session_id"].(string)
+	show := dsh(t, dir, home, srv.URL, "", "sessions", "show", id)
+	if !strings.Contains(show.stdout, "subagent session") || !strings.Contains(show.stdout, "CHILD-TASK") || !strings.Contains(show.stdout, "child says hi") {
+		t.Fatalf("show: %s", show.stdout)
+	}
+}
