@@ -412,6 +412,11 @@ func (a *App) installHooks() error {
 		}
 		if dialect == hooks.Claude {
 			a.claude = b
+			if a.Subagents != nil {
+				if err := b.InstallSubagents(h.Scope, a.Subagents.Started, a.Subagents.Ended); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

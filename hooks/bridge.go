@@ -14,6 +14,7 @@ import (
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -569,4 +570,33 @@ func (b *Bridge) Approver(inner tool.Approver) tool.Approver {
 		}
 		return inner.Approve(ctx, req)
 	})
+}
+
+// InstallSubagents runs SubagentStart and SubagentStop hooks around child
+// agents (observe-only: a child's start or end cannot be vetoed).
+func (b *Bridge) InstallSubagents(scope *kernel.Scope, started, ended *kernel.Signal[subagent.Note]) error {
+	fire := func(event string) kernel.Listener[subagent.Note] {
+		return func(ctx context.Context, n subagent.Note) error {
+			typ, id := "general-purpose", ""
+			if n.Start != nil {
+				id = n.Start.ID
+				if n.Start.Agent != "" {
+					typ = n.Start.Agent
+				}
+			}
+			if n.End != nil {
+				id = n.End.ID
+			}
+			fields := map[string]any{"agent_id": id, "agent_type": typ}
+			if event == "SubagentStop" {
+				fields["stop_hook_active"] = false
+			}
+			b.dispatch(call{event: event, subject: typ, a: n.Parent, ctx: ctx, fields: fields})
+			return nil
+		}
+	}
+	if err := scope.Add(started.Listen(fire("SubagentStart"), kernel.Named("hooks-"+b.o.Dialect))); err != nil {
+		return err
+	}
+	return scope.Add(ended.Listen(fire("SubagentStop"), kernel.Named("hooks-"+b.o.Dialect)))
 }
