@@ -18,7 +18,9 @@ import (
 
 type noopTool struct{}
 
-func (noopTool) Info() tool.Info { return tool.Info{Name: "bash", Parameters: []byte(`{"type":"object"}`)} }
+func (noopTool) Info() tool.Info {
+	return tool.Info{Name: "bash", Parameters: []byte(`{"type":"object"}`)}
+}
 func (noopTool) Run(context.Context, tool.Call) (tool.Result, error) {
 	return tool.TextResult("ok"), nil
 }
