@@ -60,8 +60,6 @@ type Options struct {
 	// Model is --model; empty uses settings, $DSH_MODEL, then the first
 	// configured provider, then the offline demo.
 	Model              string
-	AllowedTools       []string
-	DisallowedTools    []string
 	AppendSystemPrompt string
 	MaxTurns           int
 	AddDirs            []string
@@ -147,6 +145,15 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	a.Store = coord
 	_ = h.Scope.Add(h.Agents.SetLoader(coord))
+	// A disposed agent's session is written out (its loop flushed at exit)
+	// and released: its lock and buffers go, so a long-running server does
+	// not accumulate them, and another process may resume it.
+	_ = h.Scope.Add(h.Agents.Hub.Disposed.Listen(func(ctx context.Context, ag agent.Agent) error {
+		if err := coord.Release(context.WithoutCancel(ctx), ag.Session().ID()); err != nil {
+			o.Logger.Warn("releasing a session failed", "session", ag.Session().ID(), "err", err)
+		}
+		return nil
+	}))
 	// Models.
 	if err := a.installModels(ctx); err != nil {
 		return fail(err)
@@ -286,34 +293,6 @@ func (a *App) AgentOptions(approver tool.Approver) agent.Options {
 		opts.MaxSteps = o.MaxTurns
 	}
 	return opts
-}
-
-// toolNames accepts dsh names and Claude Code names ("Bash", "Read") and
-// ignores rule arguments ("Bash(git:*)" names the bash tool).
-func toolNames(in []string) []string {
-	var out []string
-	for _, s := range in {
-		for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-			if i := strings.IndexByte(part, '('); i >= 0 {
-				part = part[:i]
-			}
-			out = append(out, canonicalTool(part))
-		}
-	}
-	return out
-}
-
-var claudeNames = map[string]string{
-	"Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit",
-	"Glob": "glob", "Grep": "grep", "LS": "ls", "TodoWrite": "todo_write",
-	"WebFetch": "web_fetch", "WebSearch": "web_search", "BashOutput": "bash_output", "KillShell": "bash_kill",
-}
-
-func canonicalTool(n string) string {
-	if c, ok := claudeNames[n]; ok {
-		return c
-	}
-	return n
 }
 
 func joinNonEmpty(parts ...string) string {

@@ -214,7 +214,7 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	a, err := app.New(ctx, app.Options{
 		Permission: checker, TrustProject: func(string) bool { return trusted },
 		Home: h, Cwd: cwd, Settings: s, Sources: sources, Env: stdio.Env, Logger: log, UserHome: userHome(stdio.Env),
-		Model: f.model, AllowedTools: f.allowedTools, DisallowedTools: f.disallowedTools,
+		Model:              f.model,
 		AppendSystemPrompt: f.appendSystemPrompt, MaxTurns: f.maxTurns, AddDirs: addDirs,
 	})
 	if err != nil {

@@ -12,19 +12,11 @@ import (
 	"github.com/dshq/dsh/settings"
 )
 
-// projectFiles are the project files trust covers: settings, hook files and
-// MCP servers a repository can bring along.
-func projectFiles(dir string) []string {
-	return append(trust.ProjectFiles(dir),
-		filepath.Join(dir, ".claude", "settings.json"), filepath.Join(dir, ".claude", "settings.local.json"),
-		filepath.Join(dir, ".codex", "hooks.json"), filepath.Join(dir, ".mcp.json"))
-}
-
 // projectTrust decides whether the project's own configuration applies.
 // Interactive runs ask once per change of those files; headless and ACP
 // runs need --trust (which records the trust) or an earlier answer.
 func projectTrust(stdio IO, home, cwd string, flagTrust bool) (bool, error) {
-	files := projectFiles(cwd)
+	files := trust.ProjectFiles(cwd)
 	store := &trust.Store{Path: filepath.Join(home, "trust.json")}
 	present := false
 	for _, f := range files {
@@ -112,7 +104,7 @@ func splitRules(vals []string) []string {
 	var out []string
 	for _, v := range vals {
 		depth, start := 0, 0
-		for i, r := range v + "," {
+		for i, r := range v {
 			switch {
 			case r == '(':
 				depth++
@@ -124,6 +116,11 @@ func splitRules(vals []string) []string {
 				}
 				start = i + 1
 			}
+		}
+		// The rest, unbalanced parentheses included: the permission parser
+		// reports a malformed rule rather than it vanishing here.
+		if t := strings.TrimSpace(v[start:]); t != "" {
+			out = append(out, t)
 		}
 	}
 	return out

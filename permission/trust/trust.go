@@ -61,9 +61,14 @@ type document struct {
 const version = 1
 
 // ProjectFiles are the files whose contents trust covers for a project:
-// what dsh applies only when the project is trusted.
+// what dsh applies only when the project is trusted — its settings, the
+// Claude Code and Codex hook files, and its MCP servers.
 func ProjectFiles(dir string) []string {
-	return []string{filepath.Join(dir, ".dsh", "settings.json"), filepath.Join(dir, ".dsh", "settings.local.json")}
+	return []string{
+		filepath.Join(dir, ".dsh", "settings.json"), filepath.Join(dir, ".dsh", "settings.local.json"),
+		filepath.Join(dir, ".claude", "settings.json"), filepath.Join(dir, ".claude", "settings.local.json"),
+		filepath.Join(dir, ".codex", "hooks.json"), filepath.Join(dir, ".mcp.json"),
+	}
 }
 
 // IsTrusted reports whether dir is trusted with files exactly as they are

@@ -27,5 +27,6 @@
 //
 // Reading is fast because the writer has one canonical encoding: the loader
 // parses exactly that shape by hand and falls back to encoding/json for any
-// other valid JSON (FuzzParseEvent keeps the two in agreement).
+// other valid JSON (the shared store/internal/eventjson package, whose
+// FuzzParse keeps the two in agreement; SQLite rows hold the same text).
 package jsonl

@@ -132,15 +132,11 @@ func crashChild(f Factory, dir string, seed uint64) error {
 	}
 }
 
-// CrashRuns is how many runs Crash makes: n (half of it under the
-// race detector, which slows the children tenfold), or the value of
-// DSH_STORETEST_CRASH_RUNS when set.
+// CrashRuns is how many runs Crash makes: n, or the value of
+// DSH_STORETEST_CRASH_RUNS when set (for longer soak runs).
 func CrashRuns(n int) int {
 	if v, err := strconv.Atoi(os.Getenv(EnvCrashRuns)); err == nil && v > 0 {
 		return v
-	}
-	if raceEnabled {
-		return max(1, n/2)
 	}
 	return n
 }

@@ -186,6 +186,7 @@ func (f *Faulty) Counts() (events, batches int) {
 	return f.Appended, f.Batches
 }
 
+// AppendBatch fails when armed, else writes and counts.
 func (f *Faulty) AppendBatch(ctx context.Context, b store.Batch) error {
 	if err := f.take("AppendBatch"); err != nil {
 		return err
@@ -200,6 +201,7 @@ func (f *Faulty) AppendBatch(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
+// CommitRepair fails when armed.
 func (f *Faulty) CommitRepair(ctx context.Context, r store.Repair) error {
 	if err := f.take("CommitRepair"); err != nil {
 		return err
@@ -207,6 +209,7 @@ func (f *Faulty) CommitRepair(ctx context.Context, r store.Repair) error {
 	return f.Backend.CommitRepair(ctx, r)
 }
 
+// LoadStored fails when armed.
 func (f *Faulty) LoadStored(ctx context.Context, id session.ID) (*store.Stored, error) {
 	if err := f.take("LoadStored"); err != nil {
 		return nil, err
@@ -214,6 +217,7 @@ func (f *Faulty) LoadStored(ctx context.Context, id session.ID) (*store.Stored, 
 	return f.Backend.LoadStored(ctx, id)
 }
 
+// LoadLive fails when armed.
 func (f *Faulty) LoadLive(ctx context.Context, id session.ID, cwd string) (*store.Stored, error) {
 	if err := f.take("LoadLive"); err != nil {
 		return nil, err
@@ -221,6 +225,7 @@ func (f *Faulty) LoadLive(ctx context.Context, id session.ID, cwd string) (*stor
 	return f.Backend.LoadLive(ctx, id, cwd)
 }
 
+// Lock fails when armed.
 func (f *Faulty) Lock(ctx context.Context, id session.ID) error {
 	if err := f.take("Lock"); err != nil {
 		return err

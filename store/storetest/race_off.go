@@ -1,5 +1,0 @@
-//go:build !race
-
-package storetest
-
-const raceEnabled = false
