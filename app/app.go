@@ -31,6 +31,7 @@ import (
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
 	"github.com/dshq/dsh/llm/providers"
+	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
@@ -99,6 +100,9 @@ type App struct {
 	Compactor *compact.Compactor
 	// Subagents runs child agents.
 	Subagents *subagent.Service
+	// MCP runs the configured MCP servers (tools mcp__<server>__<tool>);
+	// ACP sessions add theirs with MCP.AddSessionServers.
+	MCP *mcp.Manager
 	// Permission is the installed checker (nil when none).
 	Permission *permission.Checker
 	claude     *hooks.Bridge
@@ -160,6 +164,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	// Tools.
 	if err := a.installTools(); err != nil {
+		return fail(err)
+	}
+	// MCP servers (lazy: nothing starts before the first call).
+	if err := a.installMCP(ctx); err != nil {
 		return fail(err)
 	}
 	// Compaction before every step.
@@ -419,4 +427,36 @@ func (a *App) installSubagents() error {
 	return h.Tools.RegisterAll(h.Scope,
 		task.Tool("task", "spawn", svc, h.Agents, defs),
 		task.Tool("fork", "fork", svc, h.Agents, nil))
+}
+
+// installMCP starts the manager of the configured MCP servers.
+func (a *App) installMCP(ctx context.Context) error {
+	h, o := a.Host, a.opts
+	trusted := o.TrustProject
+	if trusted == nil {
+		trusted = func(string) bool { return false }
+	}
+	environ := os.Environ()
+	for k, v := range o.Settings.Env {
+		environ = append(environ, k+"="+v)
+	}
+	m, err := mcp.New(mcp.Options{
+		Tools: h.Tools, Prompt: h.Prompt, Home: o.Home, Cwd: o.Cwd, Trusted: trusted,
+		Env:     func(k string) (string, bool) { v := o.Env(k); return v, v != "" },
+		Environ: environ,
+		Logger:  o.Logger.With("component", "mcp"),
+	})
+	if err != nil {
+		return fmt.Errorf("app: mcp: %w", err)
+	}
+	a.MCP = m
+	_ = h.Scope.Defer(m.Close)
+	servers, err := mcp.Configured(o.Sources, o.Cwd)
+	if err != nil {
+		o.Logger.Warn("some MCP servers are misconfigured and were skipped", "err", err)
+	}
+	if err := m.Start(ctx, servers); err != nil {
+		o.Logger.Warn("some MCP servers could not be added", "err", err)
+	}
+	return nil
 }

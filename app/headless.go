@@ -68,6 +68,13 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 		return ExitUsage, fmt.Errorf("unknown output format %q (want text, json or stream-json)", ho.Format)
 	}
 	start := a.opts.Now()
+	if a.MCP != nil {
+		// A short run must not start before MCP servers without a cached
+		// tool list have connected, or their tools would be missing.
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = a.MCP.WaitReady(wctx)
+		cancel()
+	}
 	var (
 		hd  *agent.Handle
 		err error
@@ -195,4 +202,3 @@ func summarize(events []session.Event, id, model string) Result {
 	return res
 }
 
-var _ = time.Now

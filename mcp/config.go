@@ -1,0 +1,343 @@
+package mcp
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dshq/dsh/settings"
+)
+
+// Transport names.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// Startup modes.
+const (
+	// StartupLazy registers the cached tool list at once and starts the
+	// server on the first call (the default). Without a cache the server is
+	// connected in the background at startup and its tools appear when it
+	// is ready.
+	StartupLazy = "lazy"
+	// StartupEager connects in the background as soon as the manager
+	// starts (tools from the cache are registered meanwhile).
+	StartupEager = "eager"
+)
+
+// Sources name where a server was configured.
+const (
+	SourceUser    = "user"     // $DSH_HOME/settings.json
+	SourceProject = "project"  // <project>/.dsh/settings.json
+	SourceLocal   = "local"    // <project>/.dsh/settings.local.json
+	SourceFlag    = "flag"     // --settings FILE
+	SourceMCPJSON = "mcp.json" // <project>/.mcp.json
+	SourceSession = "session"  // passed by an ACP client for one session
+)
+
+// ProjectFile is the project's MCP configuration, as Claude Code writes it.
+const ProjectFile = ".mcp.json"
+
+// ServerConfig is one MCP server, in the shape Claude Code users write in
+// `mcpServers`: command/args/env for a stdio server, type "http" with
+// url/headers for a streamable HTTP server (type "sse" for the legacy SSE
+// transport). Values may reference the environment as ${VAR} or
+// ${VAR:-default}; they are expanded when the server starts.
+//
+// dsh adds a few optional keys: startup ("lazy", the default, or
+// "eager"), timeout (per-call timeout in milliseconds), toolSearch (true
+// to expose this server's tools only through mcp_tool_search/mcp_call,
+// false to always list them), cwd and disabled.
+type ServerConfig struct {
+	// Name is the key in mcpServers; tools are named mcp__<name>__<tool>.
+	Name string `json:"-"`
+
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+
+	Startup    string `json:"startup,omitempty"`
+	TimeoutMs  int64  `json:"timeout,omitempty"`
+	ToolSearch *bool  `json:"toolSearch,omitempty"`
+	Disabled   bool   `json:"disabled,omitempty"`
+
+	// Source says where the server was configured (Source* constants).
+	Source string `json:"-"`
+	// Path is the file it came from, if any.
+	Path string `json:"-"`
+	// Dir is the project directory for project-defined servers (.mcp.json,
+	// project and local settings): they start only when Options.Trusted
+	// accepts it. Empty for servers the user configured.
+	Dir string `json:"-"`
+}
+
+// Transport returns the normalized transport name.
+func (c ServerConfig) Transport() string {
+	switch strings.ToLower(c.Type) {
+	case "", TransportStdio:
+		if c.Command == "" && c.URL != "" {
+			return TransportHTTP
+		}
+		return TransportStdio
+	case TransportHTTP, "streamable-http", "streamablehttp", "streamable_http":
+		return TransportHTTP
+	case TransportSSE:
+		return TransportSSE
+	}
+	return strings.ToLower(c.Type)
+}
+
+// Timeout returns the per-call timeout the config asks for (0: the
+// manager's default).
+func (c ServerConfig) Timeout() time.Duration {
+	return time.Duration(c.TimeoutMs) * time.Millisecond
+}
+
+// Lazy reports whether the server starts on first use.
+func (c ServerConfig) Lazy() bool { return c.Startup != StartupEager }
+
+// Validate checks the config's shape.
+func (c ServerConfig) Validate() error {
+	if c.Name == "" {
+		return errors.New("server has no name")
+	}
+	if toolPart(c.Name) == "" {
+		return fmt.Errorf("server name %q has no letters or digits", c.Name)
+	}
+	switch c.Transport() {
+	case TransportStdio:
+		if c.Command == "" {
+			return errors.New(`stdio server needs "command" (or set "type": "http" with "url")`)
+		}
+	case TransportHTTP, TransportSSE:
+		if c.URL == "" {
+			return fmt.Errorf(`%s server needs "url"`, c.Transport())
+		}
+	default:
+		return fmt.Errorf("unknown type %q (want stdio, http or sse)", c.Type)
+	}
+	switch c.Startup {
+	case "", StartupLazy, StartupEager:
+	default:
+		return fmt.Errorf(`unknown startup %q (want "lazy" or "eager")`, c.Startup)
+	}
+	if c.TimeoutMs < 0 {
+		return errors.New("timeout must not be negative")
+	}
+	return nil
+}
+
+// fingerprint identifies what the server runs, so a cached tool list is
+// used only for the same command or endpoint. Secrets (env, headers) are
+// left out: they do not change which tools a server has.
+func (c ServerConfig) fingerprint() string {
+	b, _ := json.Marshal([]any{c.Transport(), c.Command, c.Args, c.Cwd, c.URL})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// sameServer reports whether two configs run the same server (ACP sessions
+// may share a server configured identically).
+func sameServer(a, b ServerConfig) bool {
+	a.Source, a.Path, a.Dir = "", "", ""
+	b.Source, b.Path, b.Dir = "", "", ""
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return a.Name == b.Name && bytes.Equal(ja, jb)
+}
+
+// ParseServers decodes an mcpServers object. source and path say where it
+// came from; dir is the project directory for project-defined servers ("" for
+// the user's). Servers with problems are left out and reported in the
+// joined error; the others are returned, sorted by name.
+func ParseServers(raw map[string]json.RawMessage, source, path, dir string) ([]ServerConfig, error) {
+	names := make([]string, 0, len(raw))
+	for n := range raw {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []ServerConfig
+	var errs []error
+	for _, name := range names {
+		c, err := parseServer(name, raw[name])
+		if err != nil {
+			where := path
+			if where == "" {
+				where = source
+			}
+			errs = append(errs, fmt.Errorf("mcp: %s: mcpServers.%s: %w", where, name, err))
+			continue
+		}
+		c.Source, c.Path, c.Dir = source, path, dir
+		out = append(out, c)
+	}
+	return out, errors.Join(errs...)
+}
+
+func parseServer(name string, raw json.RawMessage) (ServerConfig, error) {
+	var c ServerConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return c, fmt.Errorf("%s: expected %s, got %s", te.Field, te.Type, te.Value)
+		}
+		return c, err
+	}
+	c.Name = name
+	return c, c.Validate()
+}
+
+// LoadProjectFile reads dir/.mcp.json. A missing file is no error.
+func LoadProjectFile(dir string) ([]ServerConfig, error) {
+	path := filepath.Join(dir, ProjectFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	var doc struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("mcp: %s: not valid JSON: %v", path, err)
+	}
+	return ParseServers(doc.MCPServers, SourceMCPJSON, path, dir)
+}
+
+// Configured collects the servers of the settings files that were read
+// (settings.Load's sources) and of cwd/.mcp.json. Later layers win by name:
+// user < .mcp.json < project < local < --settings. Servers from the project
+// (.mcp.json, project and local settings) carry Dir = cwd, so they start
+// only in a trusted project. Problems are joined into the error; the valid
+// servers are returned all the same.
+func Configured(sources []settings.Source, cwd string) ([]ServerConfig, error) {
+	byName := map[string]ServerConfig{}
+	var errs []error
+	add := func(cs []ServerConfig, err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, c := range cs {
+			byName[c.Name] = c
+		}
+	}
+	layer := func(l string) {
+		for _, src := range sources {
+			if src.Layer != l || len(src.Settings.MCPServers) == 0 {
+				continue
+			}
+			source, dir := l, ""
+			switch l {
+			case settings.LayerProject:
+				source, dir = SourceProject, cwd
+			case settings.LayerLocal:
+				source, dir = SourceLocal, cwd
+			case settings.LayerFlag:
+				source = SourceFlag
+			default:
+				source = SourceUser
+			}
+			add(ParseServers(src.Settings.MCPServers, source, src.Path, dir))
+		}
+	}
+	layer(settings.LayerUser)
+	if cwd != "" {
+		add(LoadProjectFile(cwd))
+	}
+	layer(settings.LayerProject)
+	layer(settings.LayerLocal)
+	layer(settings.LayerFlag)
+	out := make([]ServerConfig, 0, len(byName))
+	for _, c := range byName {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b ServerConfig) int { return strings.Compare(a.Name, b.Name) })
+	return out, errors.Join(errs...)
+}
+
+// expand replaces ${VAR} and ${VAR:-default} using lookup. A variable that
+// is unset and has no default is an error.
+func expand(s string, lookup func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		expr := s[i+2 : i+j]
+		name, def, hasDef := strings.Cut(expr, ":-")
+		v, ok := lookup(name)
+		switch {
+		case ok && v != "":
+			b.WriteString(v)
+		case hasDef:
+			b.WriteString(def)
+		case ok:
+		default:
+			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", name, name)
+		}
+		s = s[i+j+1:]
+	}
+}
+
+// expanded returns c with every ${...} reference replaced.
+func (c ServerConfig) expanded(lookup func(string) (string, bool)) (ServerConfig, error) {
+	var firstErr error
+	x := func(s string) string {
+		v, err := expand(s, lookup)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		return v
+	}
+	out := c
+	out.Command, out.URL, out.Cwd = x(c.Command), x(c.URL), x(c.Cwd)
+	out.Args = nil
+	for _, a := range c.Args {
+		out.Args = append(out.Args, x(a))
+	}
+	if c.Env != nil {
+		out.Env = map[string]string{}
+		for k, v := range c.Env {
+			out.Env[k] = x(v)
+		}
+	}
+	if c.Headers != nil {
+		out.Headers = map[string]string{}
+		for k, v := range c.Headers {
+			out.Headers[k] = x(v)
+		}
+	}
+	return out, firstErr
+}

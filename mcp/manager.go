@@ -1,0 +1,532 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/prompt"
+	"github.com/dshq/dsh/tool"
+)
+
+// ToolSearchMode says when MCP tools are hidden behind mcp_tool_search.
+type ToolSearchMode string
+
+// Tool search modes.
+const (
+	// ToolSearchAuto hides every MCP tool behind the search tool once the
+	// servers offer more than ToolSearchThreshold tools (the default).
+	ToolSearchAuto ToolSearchMode = "auto"
+	// ToolSearchOn always hides MCP tools behind the search tool.
+	ToolSearchOn ToolSearchMode = "on"
+	// ToolSearchOff always lists every MCP tool.
+	ToolSearchOff ToolSearchMode = "off"
+)
+
+// Defaults.
+const (
+	DefaultCallTimeout         = 10 * time.Minute
+	DefaultConnectTimeout      = 60 * time.Second
+	DefaultMaxRestarts         = 3
+	DefaultRestartBackoff      = time.Second
+	DefaultToolSearchThreshold = 50
+	maxRestartBackoff          = 30 * time.Second
+	// stableAfter is how long a connection must last before its crash
+	// counts as a new failure series (attempts and backoff reset).
+	stableAfter = 30 * time.Second
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Tools is the registry the servers' tools are registered in (required).
+	Tools *tool.Registry
+	// Prompt receives one "mcp-instructions" section with the servers'
+	// instructions (optional).
+	Prompt *prompt.Builder
+	// Home is $DSH_HOME: tool lists are cached in Home/mcp-cache. Empty
+	// disables the cache (every server then connects at startup).
+	Home string
+	// Cwd is where stdio servers run when their config names no cwd
+	// (project servers run in their project directory). Empty: dsh's own.
+	Cwd string
+	// Trusted decides whether a project's servers may run (ServerConfig.Dir).
+	// Nil trusts no project.
+	Trusted func(dir string) bool
+	// Env looks up variables for ${VAR} expansion in configs; nil uses the
+	// process environment.
+	Env func(string) (string, bool)
+	// Environ is the base environment of stdio servers ("KEY=value"
+	// entries, e.g. the process environment plus settings' env); nil uses
+	// the process environment. A server's own "env" is added to it.
+	Environ []string
+	// Logger receives connection and restart logs; nil discards.
+	Logger *slog.Logger
+	// HTTPClient is the base client for http and sse servers.
+	HTTPClient *http.Client
+
+	// CallTimeout bounds one tool call (a server's "timeout" overrides it).
+	CallTimeout time.Duration
+	// ConnectTimeout bounds starting a server and listing its tools.
+	ConnectTimeout time.Duration
+	// MaxRestarts bounds how often a server that crashed or failed to
+	// start is tried again before it is given up (its tools are then
+	// removed). Negative: never restart.
+	MaxRestarts int
+	// RestartBackoff is the first delay before a restart; it doubles up
+	// to 30s.
+	RestartBackoff time.Duration
+
+	// ToolSearch and ToolSearchThreshold choose when MCP tools are
+	// exposed through mcp_tool_search and mcp_call instead of one schema
+	// each. A server's "toolSearch" key overrides the mode for its tools.
+	ToolSearch          ToolSearchMode
+	ToolSearchThreshold int
+
+	// NoConnect starts no server in the background, eager ones and those
+	// without a cache included: only a call or Connect starts one
+	// (`dsh mcp list --no-connect`).
+	NoConnect bool
+
+	// ClientVersion is sent to servers as the client's version.
+	ClientVersion string
+	// Now is the clock (cache timestamps).
+	Now func() time.Time
+}
+
+// Manager runs MCP servers and registers their tools. It is safe for
+// concurrent use. Close stops every server.
+type Manager struct {
+	o     Options
+	scope *kernel.Scope
+
+	mu      sync.Mutex
+	servers map[string]*server
+	byTool  map[string]*server // registry name -> server
+	closed  bool
+
+	// deferred holds the registry names of the tools hidden behind the
+	// search tool; read lock-free by the registry restriction.
+	deferred atomic.Pointer[map[string]bool]
+	summary  atomic.Pointer[string]
+
+	searchMu      sync.Mutex
+	searchDispose func()
+
+	vetMu  sync.Mutex
+	vetted map[string]vetEntry
+
+	// Changed fires after a server's state or tools change. Listener
+	// errors are ignored; listeners run on the goroutine that made the
+	// change (often a server's background goroutine).
+	Changed *kernel.Signal[ServerStatus]
+}
+
+// New returns a manager with no servers. It installs, for its lifetime,
+// a registry restriction (tools behind the search tool stay out of the
+// schemas), the pre-execute gate of mcp_call and, with a prompt builder,
+// the instructions section.
+func New(o Options) (*Manager, error) {
+	if o.Tools == nil {
+		return nil, errors.New("mcp: Options.Tools is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Env == nil {
+		o.Env = os.LookupEnv
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.MaxRestarts == 0 {
+		o.MaxRestarts = DefaultMaxRestarts
+	}
+	if o.RestartBackoff <= 0 {
+		o.RestartBackoff = DefaultRestartBackoff
+	}
+	if o.ToolSearch == "" {
+		o.ToolSearch = ToolSearchAuto
+	}
+	switch o.ToolSearch {
+	case ToolSearchAuto, ToolSearchOn, ToolSearchOff:
+	default:
+		return nil, fmt.Errorf("mcp: unknown tool search mode %q (want auto, on or off)", o.ToolSearch)
+	}
+	if o.ToolSearchThreshold <= 0 {
+		o.ToolSearchThreshold = DefaultToolSearchThreshold
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "dev"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	m := &Manager{
+		o:       o,
+		scope:   kernel.NewScope("mcp"),
+		servers: map[string]*server{},
+		byTool:  map[string]*server{},
+		vetted:  map[string]vetEntry{},
+		Changed: kernel.NewSignal[ServerStatus]("mcp/server"),
+	}
+	empty := map[string]bool{}
+	m.deferred.Store(&empty)
+	_ = m.scope.Add(o.Tools.Restrict(func(i tool.Info) bool { return !(*m.deferred.Load())[i.Name] }))
+	_ = m.scope.Add(o.Tools.PreExecute.Use(m.gate, kernel.Prepend(), kernel.Named("mcp-call")))
+	if o.Prompt != nil {
+		_ = m.scope.Add(o.Prompt.Section(prompt.Section{Name: "mcp-instructions", Order: 700, Dynamic: m.instructions}))
+	}
+	return m, nil
+}
+
+// Start adds servers for the manager's lifetime. It does not wait for any
+// server: lazy servers with a cached tool list register those tools at
+// once and start on their first call; the others connect in the
+// background and register their tools when ready. Project servers that
+// are not trusted and disabled servers are listed but never started.
+// Problems with single servers are joined into the error; the other
+// servers are added all the same.
+func (m *Manager) Start(ctx context.Context, servers []ServerConfig) error {
+	var errs []error
+	for _, c := range servers {
+		if _, err := m.add(c, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// AddSessionServers connects servers for one session (an ACP client's
+// mcpServers from session/new) until scope closes. They are trusted: the
+// client that passes them is the user's. A server configured identically
+// under the same name (by settings or another session) is shared. Servers
+// without a cached tool list are connected before it returns (bounded by
+// ctx and the connect timeout); a server that fails is reported by
+// Servers, not here. The error reports configs that cannot be used.
+func (m *Manager) AddSessionServers(ctx context.Context, scope *kernel.Scope, servers []ServerConfig) error {
+	if scope == nil {
+		return errors.New("mcp: AddSessionServers needs a scope")
+	}
+	var errs []error
+	var added []*server
+	for _, c := range servers {
+		if c.Source == "" {
+			c.Source = SourceSession
+		}
+		c.Dir = "" // trusted: the client passed them
+		s, err := m.add(c, scope)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		added = append(added, s)
+	}
+	for _, s := range added {
+		s.waitSettled(ctx)
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) add(c ServerConfig, owner *kernel.Scope) (*server, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("mcp: server %q: %w", c.Name, err)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errors.New("mcp: manager is closed")
+	}
+	if s, ok := m.servers[c.Name]; ok {
+		if owner != nil && sameServer(s.cfg, c) {
+			s.mu.Lock()
+			s.owners[owner]++
+			s.mu.Unlock()
+			m.mu.Unlock()
+			m.release(owner, s)
+			return s, nil
+		}
+		m.mu.Unlock()
+		return nil, fmt.Errorf("mcp: server %q is already configured (%s)", c.Name, describeSource(s.cfg))
+	}
+	for _, s := range m.servers {
+		if toolPart(s.cfg.Name) == toolPart(c.Name) {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("mcp: servers %q and %q would name their tools alike (mcp__%s__…)", s.cfg.Name, c.Name, toolPart(c.Name))
+		}
+	}
+	s := newServer(m, c)
+	if owner != nil {
+		s.owners[owner] = 1
+	} else {
+		s.global = true
+	}
+	m.servers[c.Name] = s
+	m.mu.Unlock()
+	if owner != nil {
+		m.release(owner, s)
+	}
+	s.init()
+	return s, nil
+}
+
+// release drops owner's reference to s when owner closes; the last
+// reference stops the server.
+func (m *Manager) release(owner *kernel.Scope, s *server) {
+	_ = owner.Defer(func() error {
+		s.mu.Lock()
+		s.owners[owner]--
+		if s.owners[owner] <= 0 {
+			delete(s.owners, owner)
+		}
+		last := len(s.owners) == 0 && !s.global
+		s.mu.Unlock()
+		if last {
+			m.remove(s)
+		}
+		return nil
+	})
+}
+
+func (m *Manager) remove(s *server) {
+	s.stop()
+	m.mu.Lock()
+	if m.servers[s.cfg.Name] == s {
+		delete(m.servers, s.cfg.Name)
+	}
+	m.mu.Unlock()
+	m.toolsChanged()
+}
+
+func describeSource(c ServerConfig) string {
+	if c.Path != "" {
+		return c.Source + " " + c.Path
+	}
+	return c.Source
+}
+
+// Close stops every server (their tools are unregistered) and undoes the
+// manager's registrations. It is idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	servers := make([]*server, 0, len(m.servers))
+	for _, s := range m.servers {
+		servers = append(servers, s)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(s.stop)
+	}
+	wg.Wait()
+	m.mu.Lock()
+	m.servers = map[string]*server{}
+	m.mu.Unlock()
+	m.toolsChanged()
+	return m.scope.Close()
+}
+
+func (m *Manager) server(name string) *server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.servers[name]
+}
+
+func (m *Manager) snapshot() []*server {
+	m.mu.Lock()
+	out := make([]*server, 0, len(m.servers))
+	for _, s := range m.servers {
+		out = append(out, s)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].cfg.Name < out[j].cfg.Name })
+	return out
+}
+
+// Connect starts the named server if it is not running (a server that
+// was given up is tried again) and waits until it is connected or the
+// attempt failed.
+func (m *Manager) Connect(ctx context.Context, name string) error {
+	s := m.server(name)
+	if s == nil {
+		return fmt.Errorf("mcp: no server %q", name)
+	}
+	return s.connectNow(ctx)
+}
+
+// WaitReady waits until no server is still making its first connection
+// attempt (started servers are connected, restarting or failed), or ctx
+// ends.
+func (m *Manager) WaitReady(ctx context.Context) error {
+	for _, s := range m.snapshot() {
+		s.waitSettled(ctx)
+	}
+	return ctx.Err()
+}
+
+// Servers returns the status of every server, sorted by name.
+func (m *Manager) Servers() []ServerStatus {
+	var out []ServerStatus
+	for _, s := range m.snapshot() {
+		out = append(out, s.status())
+	}
+	return out
+}
+
+// Server returns one server's status.
+func (m *Manager) Server(name string) (ServerStatus, bool) {
+	s := m.server(name)
+	if s == nil {
+		return ServerStatus{}, false
+	}
+	return s.status(), true
+}
+
+// Visible returns a tool filter for an agent of a session whose servers
+// were added with scope (AddSessionServers): it keeps every tool except
+// the MCP tools of servers that only other sessions added. Compose it
+// into agent.Options.Tools to keep sessions' servers apart.
+func (m *Manager) Visible(scope *kernel.Scope) func(tool.Info) bool {
+	return func(i tool.Info) bool {
+		if !strings.HasPrefix(i.Name, "mcp__") {
+			return true
+		}
+		m.mu.Lock()
+		s := m.byTool[i.Name]
+		m.mu.Unlock()
+		if s == nil {
+			return true
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.global || s.owners[scope] > 0
+	}
+}
+
+func (m *Manager) emit(s *server) {
+	if m.Changed.Len() == 0 {
+		return
+	}
+	_ = m.Changed.EmitAll(context.Background(), s.status())
+}
+
+// instructions renders the servers' instructions for the system prompt.
+func (m *Manager) instructions(context.Context) string {
+	var parts []string
+	for _, s := range m.snapshot() {
+		s.mu.Lock()
+		text, state, n := s.instr, s.state, len(s.defs)
+		s.mu.Unlock()
+		text = strings.TrimSpace(text)
+		if text == "" || (n == 0 && state != StateConnected) {
+			continue
+		}
+		switch state {
+		case StateFailed, StateStopped, StateUntrusted, StateDisabled:
+			continue
+		}
+		if len(text) > maxInstructions {
+			text = truncateUTF8(text, maxInstructions) + "…"
+		}
+		parts = append(parts, "## "+s.cfg.Name+"\n"+text)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "# MCP server instructions\n\nThe MCP servers below described how to use their tools (named mcp__<server>__<tool>):\n\n" + strings.Join(parts, "\n\n")
+}
+
+const maxInstructions = 8192
+
+// toolsChanged recomputes which tools hide behind the search tool and
+// registers or removes the search tools. Callers hold no manager or
+// server lock.
+func (m *Manager) toolsChanged() {
+	m.searchMu.Lock()
+	defer m.searchMu.Unlock()
+	type srv struct {
+		s    *server
+		defs []string
+	}
+	var all []srv
+	total := 0
+	for _, s := range m.snapshot() {
+		s.mu.Lock()
+		var names []string
+		if s.state != StateStopped && s.state != StateFailed {
+			for _, d := range s.defs {
+				names = append(names, ToolName(s.cfg.Name, d.Name))
+			}
+		}
+		s.mu.Unlock()
+		total += len(names)
+		all = append(all, srv{s, names})
+	}
+	set := map[string]bool{}
+	var summary []string
+	for _, x := range all {
+		if len(x.defs) == 0 || !m.defer_(x.s.cfg, total) {
+			continue
+		}
+		for _, n := range x.defs {
+			set[n] = true
+		}
+		summary = append(summary, fmt.Sprintf("%s (%d)", x.s.cfg.Name, len(x.defs)))
+	}
+	m.deferred.Store(&set)
+	sum := strings.Join(summary, ", ")
+	m.summary.Store(&sum)
+	switch {
+	case len(set) > 0 && m.searchDispose == nil:
+		var ds []func()
+		for _, t := range []tool.Tool{&searchTool{m: m}, &callTool{m: m}} {
+			d, err := m.o.Tools.Register(t)
+			if err != nil {
+				m.o.Logger.Warn("mcp: registering the tool search", "err", err)
+				continue
+			}
+			ds = append(ds, d)
+		}
+		m.searchDispose = func() {
+			for _, d := range slices.Backward(ds) {
+				d()
+			}
+		}
+	case len(set) == 0 && m.searchDispose != nil:
+		m.searchDispose()
+		m.searchDispose = nil
+	}
+}
+
+// defer_ decides whether a server's tools hide behind the search tool.
+func (m *Manager) defer_(c ServerConfig, total int) bool {
+	if c.ToolSearch != nil {
+		return *c.ToolSearch
+	}
+	switch m.o.ToolSearch {
+	case ToolSearchOn:
+		return true
+	case ToolSearchOff:
+		return false
+	}
+	return total > m.o.ToolSearchThreshold
+}
+
+func (m *Manager) isDeferred(name string) bool { return (*m.deferred.Load())[name] }
