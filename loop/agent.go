@@ -258,7 +258,9 @@ func (a *loopAgent) setStatus(s agent.Status) {
 		// Waiters wake after the announcement, so whoever waited sees the
 		// status listeners' effects.
 		a.mu.Lock()
-		if a.status == s {
+		// Only a real quiescence wakes waiters: a prompt queued meanwhile
+		// means the agent is about to run again.
+		if a.status == s && len(a.queue) == 0 {
 			a.settleIdleLocked()
 		}
 		a.mu.Unlock()

@@ -1,0 +1,349 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/permission"
+	"github.com/dshq/dsh/settings"
+	"github.com/dshq/dsh/tool"
+)
+
+// ---- permission requests ----
+
+// Permission option ids (and the kinds they carry).
+const (
+	optAllowOnce    = "allow_once"
+	optAllowAlways  = "allow_always"
+	optRejectOnce   = "reject_once"
+	optRejectAlways = "reject_always"
+)
+
+var permissionOptions = []sdk.PermissionOption{
+	{OptionId: optAllowOnce, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},
+	{OptionId: optAllowAlways, Name: "Always allow in this session", Kind: sdk.PermissionOptionKindAllowAlways},
+	{OptionId: optRejectOnce, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+	{OptionId: optRejectAlways, Name: "Always reject in this session", Kind: sdk.PermissionOptionKindRejectAlways},
+}
+
+// Approve implements [tool.Approver]: an ask decision becomes a
+// session/request_permission. "Always" answers hold for the rest of the
+// session: an allowed call is remembered exactly (and the permission layer
+// turns it into session rules), a rejected tool is refused without asking.
+// A cancelled turn, a cancelled request or a client gone answers reject.
+func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
+	name := req.Call.Name
+	key := name + "\x00" + string(req.Call.Args)
+	r.mu.Lock()
+	if r.rejectTools[name] {
+		r.mu.Unlock()
+		return tool.Approval{Allow: false, By: "user", Reason: fmt.Sprintf("the user rejected every %s call for this session", name)}, nil
+	}
+	if r.allowCalls[key] {
+		r.mu.Unlock()
+		return tool.Approval{Allow: true, By: "user"}, nil
+	}
+	tc, ok := r.tr.pendingCall(req.Call.ID)
+	if !ok {
+		title := name
+		kind := toolKind(req.Info.Kind, name)
+		st := sdk.ToolCallStatusPending
+		tc = sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(req.Call.ID), Title: &title, Kind: &kind, Status: &st}
+	}
+	var cancelled <-chan struct{}
+	if r.prompt != nil {
+		cancelled = r.prompt.cancel
+	}
+	r.mu.Unlock()
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	r.srv.spawn(func() {
+		select {
+		case <-cancelled:
+			stop()
+		case <-r.srv.done:
+			stop()
+		case <-ctx.Done():
+		}
+	})
+	if req.Reason != "" {
+		if tc.Meta == nil {
+			tc.Meta = map[string]any{}
+		}
+		tc.Meta["dsh"] = map[string]any{"reason": req.Reason}
+	}
+	resp, err := r.srv.peer.RequestPermission(ctx, sdk.RequestPermissionRequest{
+		SessionId: sdk.SessionId(r.id), ToolCall: tc, Options: permissionOptions,
+	})
+	if err != nil {
+		return tool.Approval{Allow: false, By: "acp", Reason: fmt.Sprintf("the %s call was not approved: the permission request was cancelled", name)}, nil
+	}
+	sel := resp.Outcome.Selected
+	if sel == nil {
+		return tool.Approval{Allow: false, By: "user", Reason: fmt.Sprintf("the %s call was not approved: the permission request was cancelled", name)}, nil
+	}
+	switch string(sel.OptionId) {
+	case optAllowOnce:
+		return tool.Approval{Allow: true, By: "user"}, nil
+	case optAllowAlways:
+		r.mu.Lock()
+		r.allowCalls[key] = true
+		r.mu.Unlock()
+		return tool.Approval{Allow: true, Remember: true, By: "user"}, nil
+	case optRejectAlways:
+		r.mu.Lock()
+		r.rejectTools[name] = true
+		r.mu.Unlock()
+		return tool.Approval{Allow: false, By: "user", Reason: fmt.Sprintf("the user rejected every %s call for this session", name)}, nil
+	case optRejectOnce:
+		return tool.Approval{Allow: false, By: "user"}, nil
+	}
+	return tool.Approval{Allow: false, By: "user", Reason: fmt.Sprintf("the %s call was not approved (unknown option %q)", name, sel.OptionId)}, nil
+}
+
+// ---- permission modes as session modes ----
+
+// modeControl is the permission mode of a workspace. The permission layer
+// keeps one mode per checker, and the server runs one checker per
+// workspace, so sessions of the same cwd share their mode; every change is
+// announced to each of them.
+type modeControl interface {
+	Mode() string
+	SetMode(mode string) error
+	OnChange(fn func(to string)) (dispose func())
+}
+
+type checkerModes struct{ c *permission.Checker }
+
+func (m checkerModes) Mode() string { return string(m.c.Mode()) }
+
+func (m checkerModes) SetMode(s string) error {
+	mode, err := permission.ParseMode(s)
+	if err != nil || s == "" {
+		return invalidParams("unknown mode %q", s)
+	}
+	return m.c.SetMode(mode)
+}
+
+func (m checkerModes) OnChange(fn func(string)) func() {
+	return m.c.ModeChanged.Listen(func(_ context.Context, ch permission.ModeChange) error {
+		fn(string(ch.To))
+		return nil
+	})
+}
+
+var modeInfo = []struct{ id, name, desc string }{
+	{string(permission.ModeDefault), "Default", "Ask before editing files or running commands that change anything"},
+	{string(permission.ModeAcceptEdits), "Accept edits", "Edit files in the workspace without asking; ask before other commands"},
+	{string(permission.ModePlan), "Plan", "Research and propose a plan; no edits or state-changing commands"},
+	{string(permission.ModeBypass), "Bypass permissions", "Run everything no deny or ask rule stops"},
+}
+
+// newChecker builds a workspace's permission layer: rules and mode from
+// its settings files, --permission-mode on top. The app installs it.
+func (s *Server) newChecker(sources []settings.Source, cwd string, dirs []string) (*permission.Checker, error) {
+	cfg, warnings := permission.FromSettings(sources)
+	for _, w := range warnings {
+		s.log.Warn(w)
+	}
+	cfg.Cwd = cwd
+	cfg.Home = s.o.UserHome
+	cfg.Roots = append(cfg.Roots, dirs...)
+	if s.o.PermissionMode != "" {
+		cfg.Mode, cfg.ModeSource = permission.Mode(s.o.PermissionMode), permission.LayerCLI
+	}
+	c, err := permission.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range c.Warnings() {
+		s.log.Warn(w)
+	}
+	return c, nil
+}
+
+func (r *sess) modeState() *sdk.SessionModeState {
+	m := r.ws.modes
+	if m == nil {
+		return nil
+	}
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(m.Mode())}
+	for _, mi := range modeInfo {
+		d := mi.desc
+		st.AvailableModes = append(st.AvailableModes, sdk.SessionMode{Id: sdk.SessionModeId(mi.id), Name: mi.name, Description: &d})
+	}
+	return st
+}
+
+// modeChanged tells every session of the workspace about a new mode
+// (a client's set_mode, or an approved plan leaving plan mode).
+func (s *Server) modeChanged(ws *workspace, to string) {
+	s.mu.Lock()
+	var recs []*sess
+	for _, r := range s.sessions {
+		if r.ws == ws {
+			recs = append(recs, r)
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range recs {
+		r.mu.Lock()
+		if r.ready && !r.disposed {
+			r.notify(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeId: sdk.SessionModeId(to)}})
+			r.notify(sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: r.configOptionsLocked()}})
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (s *Server) setMode(_ context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	r, err := s.lookup(p.SessionId)
+	if err != nil {
+		return sdk.SetSessionModeResponse{}, err
+	}
+	if err := r.setMode(string(p.ModeId)); err != nil {
+		return sdk.SetSessionModeResponse{}, err
+	}
+	return sdk.SetSessionModeResponse{}, nil
+}
+
+func (r *sess) setMode(id string) error {
+	m := r.ws.modes
+	if m == nil {
+		return invalidParams("session modes are not available")
+	}
+	for _, mi := range modeInfo {
+		if mi.id == id {
+			return m.SetMode(id)
+		}
+	}
+	return invalidParams("unknown mode %q (want one of default, acceptEdits, plan, bypassPermissions)", id)
+}
+
+// ---- models ----
+
+func (r *sess) modelState() *sdk.SessionModelState {
+	cur := r.currentModel()
+	st := &sdk.SessionModelState{CurrentModelId: sdk.ModelId(cur)}
+	for _, m := range r.models(cur) {
+		mi := sdk.ModelInfo{ModelId: sdk.ModelId(m.id), Name: m.id}
+		if m.desc != "" {
+			d := m.desc
+			mi.Description = &d
+		}
+		st.AvailableModels = append(st.AvailableModels, mi)
+	}
+	return st
+}
+
+type modelChoice struct{ id, desc string }
+
+// models lists the registered models (the offline demo only when it is in
+// use: nobody picks it deliberately from an editor).
+func (r *sess) models(current string) []modelChoice {
+	var out []modelChoice
+	for _, m := range r.ws.app.Host.LLM.Models() {
+		if m.ID == demo.ModelID && current != demo.ModelID {
+			continue
+		}
+		c := modelChoice{id: m.ID}
+		if m.ContextWindow > 0 {
+			c.desc = fmt.Sprintf("%dk context", m.ContextWindow/1000)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (r *sess) setModel(id string) error {
+	canon, _, ok := r.ws.app.Host.LLM.Resolve(strings.TrimSpace(id))
+	if !ok {
+		return invalidParams("unknown model %q", id)
+	}
+	r.mu.Lock()
+	r.model = canon
+	r.mu.Unlock()
+	return nil
+}
+
+func (s *Server) setModel(_ context.Context, p sdk.UnstableSetSessionModelRequest) (sdk.UnstableSetSessionModelResponse, error) {
+	r, err := s.lookup(p.SessionId)
+	if err != nil {
+		return sdk.UnstableSetSessionModelResponse{}, err
+	}
+	if err := r.setModel(string(p.ModelId)); err != nil {
+		return sdk.UnstableSetSessionModelResponse{}, err
+	}
+	return sdk.UnstableSetSessionModelResponse{}, nil
+}
+
+// ---- config options (the stable face of modes and models) ----
+
+func (r *sess) configOptions() []sdk.SessionConfigOption {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.configOptionsLocked()
+}
+
+func (r *sess) configOptionsLocked() []sdk.SessionConfigOption {
+	var out []sdk.SessionConfigOption
+	if m := r.ws.modes; m != nil {
+		var vals sdk.SessionConfigSelectOptionsUngrouped
+		for _, mi := range modeInfo {
+			d := mi.desc
+			vals = append(vals, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(mi.id), Name: mi.name, Description: &d})
+		}
+		cat := sdk.SessionConfigOptionCategoryMode
+		out = append(out, sdk.SessionConfigOption{Select: &sdk.SessionConfigOptionSelect{
+			Id: "mode", Name: "Mode", Category: &cat, Type: "select",
+			CurrentValue: sdk.SessionConfigValueId(m.Mode()), Options: sdk.SessionConfigSelectOptions{Ungrouped: &vals},
+		}})
+	}
+	cur := r.model
+	if cur == "" && r.ag != nil {
+		cur = r.ag.Options().Model
+	}
+	var vals sdk.SessionConfigSelectOptionsUngrouped
+	for _, m := range r.models(cur) {
+		o := sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m.id), Name: m.id}
+		if m.desc != "" {
+			d := m.desc
+			o.Description = &d
+		}
+		vals = append(vals, o)
+	}
+	cat := sdk.SessionConfigOptionCategoryModel
+	out = append(out, sdk.SessionConfigOption{Select: &sdk.SessionConfigOptionSelect{
+		Id: "model", Name: "Model", Category: &cat, Type: "select",
+		CurrentValue: sdk.SessionConfigValueId(cur), Options: sdk.SessionConfigSelectOptions{Ungrouped: &vals},
+	}})
+	return out
+}
+
+func (s *Server) setConfigOption(_ context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	v := p.ValueId
+	if v == nil {
+		return sdk.SetSessionConfigOptionResponse{}, invalidParams("dsh's config options take value ids")
+	}
+	r, err := s.lookup(v.SessionId)
+	if err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, err
+	}
+	switch v.ConfigId {
+	case "mode":
+		err = r.setMode(string(v.Value))
+	case "model":
+		err = r.setModel(string(v.Value))
+	default:
+		err = invalidParams("unknown config option %q", v.ConfigId)
+	}
+	if err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, err
+	}
+	return sdk.SetSessionConfigOptionResponse{ConfigOptions: r.configOptions()}, nil
+}

@@ -1,0 +1,7 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package acp
+
+import "golang.org/x/sys/unix"
+
+func dup2(from, to int) error { return unix.Dup2(from, to) }

@@ -1,0 +1,7 @@
+//go:build linux
+
+package acp
+
+import "golang.org/x/sys/unix"
+
+func dup2(from, to int) error { return unix.Dup3(from, to, 0) }
