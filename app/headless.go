@@ -201,4 +201,3 @@ func summarize(events []session.Event, id, model string) Result {
 	res.Result = last
 	return res
 }
-
