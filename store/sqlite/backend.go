@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -342,7 +343,10 @@ func decodeEvent(v driver.Value, seq int64) row {
 	var line []byte
 	switch x := v.(type) {
 	case string:
-		line = []byte(x)
+		// The driver hands TEXT columns over as fresh strings that nothing
+		// else holds: view its bytes instead of copying them (the event's
+		// Data aliases them, and logged data is read-only by contract).
+		line = unsafe.Slice(unsafe.StringData(x), len(x))
 	case []byte:
 		line = append([]byte(nil), x...)
 	default:
