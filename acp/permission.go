@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/dshq/dsh/llm/demo"
 	"github.com/dshq/dsh/permission"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/tool"
 )
@@ -35,7 +37,7 @@ var permissionOptions = []sdk.PermissionOption{
 // session: an allowed call is remembered exactly (and the permission layer
 // turns it into session rules), a rejected tool is refused without asking.
 // A cancelled turn, a cancelled request or a client gone answers reject.
-func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
+func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (out tool.Approval, _ error) {
 	name := req.Call.Name
 	key := name + "\x00" + string(req.Call.Args)
 	r.mu.Lock()
@@ -47,18 +49,62 @@ func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Appr
 		r.mu.Unlock()
 		return tool.Approval{Allow: true, By: "user"}, nil
 	}
-	tc, ok := r.tr.pendingCall(req.Call.ID)
+	r.mu.Unlock()
+	// A subagent's call (its agent inherits this session's approver): the
+	// editor never saw the child's call, so the question goes on the
+	// parent's task/fork call; failing that, the call is announced first.
+	var child session.ID
+	if req.Call.Host != nil && req.Call.Host.SessionID() != r.id {
+		child = session.ID(req.Call.Host.SessionID())
+	}
+	var tc sdk.ToolCallUpdate
+	ok, announced := false, false
+	if child != "" {
+		tc, ok = r.srv.childApproval(ctx, r, child, req)
+		if ok {
+			defer r.srv.childAnswered(child)
+		}
+	}
+	r.mu.Lock()
+	if !ok && child == "" {
+		tc, ok = r.tr.pendingCall(req.Call.ID)
+	}
 	if !ok {
 		title := name
 		kind := toolKind(req.Info.Kind, name)
 		st := sdk.ToolCallStatusPending
 		tc = sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(req.Call.ID), Title: &title, Kind: &kind, Status: &st}
+		if child != "" && r.ready && !r.disposed {
+			// A fresh card the editor is told about before it is asked.
+			r.notify(sdk.SessionUpdate{ToolCall: &sdk.SessionUpdateToolCall{
+				SessionUpdate: "tool_call", ToolCallId: tc.ToolCallId, Title: title, Kind: kind,
+				Status: sdk.ToolCallStatusPending, RawInput: rawArgs(req.Call.Args),
+			}})
+			announced = true
+		}
 	}
 	var cancelled <-chan struct{}
 	if r.prompt != nil {
 		cancelled = r.prompt.cancel
 	}
 	r.mu.Unlock()
+	if announced {
+		// The subagent reports the call's outcome in its own log; close the
+		// card announced here once the question is answered.
+		defer func() {
+			st := sdk.ToolCallStatusCompleted
+			if !out.Allow {
+				st = sdk.ToolCallStatusFailed
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.ready && !r.disposed {
+				r.notify(sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{
+					SessionUpdate: "tool_call_update", ToolCallId: tc.ToolCallId, Status: &st,
+				}})
+			}
+		}()
+	}
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -75,7 +121,12 @@ func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Appr
 		if tc.Meta == nil {
 			tc.Meta = map[string]any{}
 		}
-		tc.Meta["dsh"] = map[string]any{"reason": req.Reason}
+		d, _ := tc.Meta["dsh"].(map[string]any)
+		if d == nil {
+			d = map[string]any{}
+			tc.Meta["dsh"] = d
+		}
+		d["reason"] = req.Reason
 	}
 	resp, err := r.srv.peer.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: sdk.SessionId(r.id), ToolCall: tc, Options: permissionOptions,
@@ -346,4 +397,12 @@ func (s *Server) setConfigOption(_ context.Context, p sdk.SetSessionConfigOption
 		return sdk.SetSessionConfigOptionResponse{}, err
 	}
 	return sdk.SetSessionConfigOptionResponse{ConfigOptions: r.configOptions()}, nil
+}
+
+// rawArgs is a call's arguments as a client shows raw input (nil: none).
+func rawArgs(args json.RawMessage) any {
+	if len(args) == 0 || !json.Valid(args) {
+		return nil
+	}
+	return args
 }

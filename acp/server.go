@@ -94,6 +94,12 @@ type Server struct {
 	catalog     *store.Coordinator
 	catalogDone func()
 
+	// kidsMu guards kids: the child sessions (subagents) whose activity is
+	// shown under an owned session's call. Lock order: kidsMu, then a
+	// session's mu, then mu.
+	kidsMu sync.Mutex
+	kids   map[session.ID]*childLink
+
 	teardownOnce sync.Once
 }
 
@@ -151,6 +157,7 @@ func newServer(o Options) *Server {
 	return &Server{
 		o: o, log: o.Logger, done: make(chan struct{}),
 		sessions: map[string]*sess{}, loading: map[string]bool{}, workspaces: map[string]*wsEntry{},
+		kids: map[session.ID]*childLink{},
 	}
 }
 
@@ -239,6 +246,9 @@ func (s *Server) initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 		AgentInfo:       &sdk.Implementation{Name: "dsh", Title: &title, Version: s.o.Version},
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession: true,
+			// Client MCP servers: stdio always; streamable HTTP and the
+			// legacy SSE transport too.
+			McpCapabilities: sdk.McpCapabilities{Http: true, Sse: true},
 			PromptCapabilities: sdk.PromptCapabilities{
 				Image:           s.imagesAccepted(),
 				EmbeddedContext: true,
@@ -401,11 +411,14 @@ func (s *Server) buildWorkspace(ctx context.Context, key, cwd string, dirs []str
 }
 
 // onAppended routes every appended event to the session it belongs to.
-// Sessions the server does not own (subagents) are ignored.
+// Sessions the server does not own are followed only when they are
+// subagents of owned sessions (their activity shows under the parent's
+// call).
 func (s *Server) onAppended(_ context.Context, ap session.Appended) error {
 	if r := s.session(string(ap.Session.ID())); r != nil {
 		r.onEvent(ap.Event)
 	}
+	s.followChildren(ap)
 	return nil
 }
 

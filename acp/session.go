@@ -18,6 +18,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
@@ -31,6 +32,9 @@ type sess struct {
 
 	handle *agent.Handle
 	ag     agent.Agent
+	// scope owns what the session holds beyond its agent (the client's
+	// MCP servers); it closes when the session is disposed.
+	scope *kernel.Scope
 
 	// mu orders everything the session writes to the client: live updates,
 	// replay, in-progress marks; and guards the fields below.
@@ -129,7 +133,7 @@ func usageOf(u llm.Usage) *sdk.Usage {
 
 func (s *Server) newRecord(id string, ws *workspace) *sess {
 	_, zed := s.clientCaps()
-	r := &sess{srv: s, id: id, ws: ws, allowCalls: map[string]bool{}, rejectTools: map[string]bool{}}
+	r := &sess{srv: s, id: id, ws: ws, scope: kernel.NewScope("acp-session-" + id), allowCalls: map[string]bool{}, rejectTools: map[string]bool{}}
 	r.tr = r.newTranslator(false)
 	r.tr.zedTerminal = zed
 	return r
@@ -306,6 +310,8 @@ func (r *sess) dispose(ctx context.Context) {
 			r.srv.log.Warn("acp: disposing agent", "session", r.id, "err", err)
 		}
 	}
+	r.srv.forgetChildren(r)
+	r.closeScope()
 }
 
 // ---- session/new, load, resume, close, list ----
@@ -331,12 +337,6 @@ func checkWorkspace(cwd string, dirs []string) (string, []string, error) {
 		out = append(out, filepath.Clean(d))
 	}
 	return filepath.Clean(cwd), out, nil
-}
-
-func (s *Server) mcpIgnored(n int) {
-	if n > 0 {
-		s.log.Warn("acp: MCP servers from the client are not supported yet; ignoring them", "count", n)
-	}
 }
 
 // register adds a session record; it fails if the id is taken.
@@ -369,7 +369,6 @@ func (s *Server) newSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	s.mcpIgnored(len(p.McpServers))
 	ws, err := s.workspace(ctx, cwd, dirs)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
@@ -377,14 +376,17 @@ func (s *Server) newSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	id := newSessionID()
 	r := s.newRecord(id, ws)
 	if err := s.register(r); err != nil {
+		r.closeScope()
 		return sdk.NewSessionResponse{}, err
 	}
+	r.addMCP(ctx, p.McpServers)
 	h, err := ws.app.Host.Agents.Create(context.WithoutCancel(ctx), agent.CreateOptions{
 		AgentID: agent.ID(id), SessionID: session.ID(id),
-		Header: session.Header{Cwd: cwd}, Options: ws.app.AgentOptions(r),
+		Header: session.Header{Cwd: cwd}, Options: r.agentOptions(),
 	})
 	if err != nil {
 		s.unregister(r)
+		r.closeScope()
 		return sdk.NewSessionResponse{}, internalError("starting the agent: %v", err)
 	}
 	if s.abandonIfClosed(r, h) {
@@ -460,7 +462,7 @@ func samePath(a, b string) bool {
 }
 
 // open resumes a stored session as a live one (load replays it first).
-func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, mcp int, replay bool) (*sess, error) {
+func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, mcpServers []sdk.McpServer, replay bool) (*sess, error) {
 	if s.isClosed() {
 		return nil, errDisposed()
 	}
@@ -471,9 +473,10 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 	if id == "" {
 		return nil, invalidParams("sessionId is required")
 	}
-	s.mcpIgnored(mcp)
 	if r := s.session(id); r != nil {
-		// Already live here (the editor reopened it): show it again.
+		// Already live here (the editor reopened it): show it again, with
+		// any servers the client passes this time.
+		r.addMCP(ctx, mcpServers)
 		if replay {
 			r.replayLive()
 		}
@@ -501,13 +504,16 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 	}
 	r := s.newRecord(id, ws)
 	if err := s.register(r); err != nil {
+		r.closeScope()
 		return nil, err
 	}
+	r.addMCP(ctx, mcpServers)
 	h, err := ws.app.Host.Agents.Resume(context.WithoutCancel(ctx), agent.ResumeOptions{
-		AgentID: agent.ID(id), SessionID: session.ID(id), Options: ws.app.AgentOptions(r),
+		AgentID: agent.ID(id), SessionID: session.ID(id), Options: r.agentOptions(),
 	})
 	if err != nil {
 		s.unregister(r)
+		r.closeScope()
 		if errors.Is(err, store.ErrInUse) || errors.Is(err, store.ErrLive) {
 			return nil, invalidParams("session %s is open in another dsh process", id)
 		}
@@ -525,7 +531,7 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 }
 
 func (s *Server) loadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
-	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, len(p.McpServers), true)
+	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers, true)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
@@ -533,7 +539,7 @@ func (s *Server) loadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 }
 
 func (s *Server) resumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, len(p.McpServers), false)
+	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers, false)
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
