@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -45,6 +46,10 @@ type Card struct {
 	Note string
 	// NoResult marks a call whose turn ended before it reported.
 	NoResult bool
+	// Children are the subagent sessions the call started (task, fork);
+	// NestedCalls counts the tool calls they made, shown once it is done.
+	Children    []session.ID
+	NestedCalls int
 }
 
 // Card body limits.
@@ -86,6 +91,13 @@ func RenderCard(c *Card, width int, now int64, frame string, st Styles) []string
 	var body []string
 	if c.Note != "" {
 		body = append(body, st.Warn(c.Note))
+	}
+	if c.NestedCalls > 0 && c.State != CardRunning && c.State != CardWaiting {
+		calls := "tool calls"
+		if c.NestedCalls == 1 {
+			calls = "tool call"
+		}
+		body = append(body, st.Dim(fmt.Sprintf("↳ subagent made %d %s", c.NestedCalls, calls)))
 	}
 	if (c.State == CardDone || c.State == CardFailed) && !c.NoResult {
 		body = append(body, cardBody(c, st)...)

@@ -28,7 +28,7 @@ var commands = []command{
 	{"resume", "[n|id]", "list this directory's recent sessions, or resume one"},
 	{"clear", "", "start a new session"},
 	{"compact", "[focus]", "summarise the conversation to free context"},
-	{"permissions", "[mode <m>]", "show the permission mode and rules, or switch the mode"},
+	{"permissions", "[mode <m> | allow|ask|deny|remove <rule>]", "show the mode and rules, switch the mode, or add/remove a session rule"},
 	{"thinking", "", "show or hide the model's reasoning in full"},
 	{"usage", "", "token usage of this session"},
 	{"exit", "", "quit (also /quit, ctrl-d on an empty line)"},
@@ -263,12 +263,20 @@ func (u *ui) cycleMode() {
 
 func (u *ui) permissionsCmd(arg string) {
 	p := u.app.Permission
-	if f := strings.Fields(arg); len(f) == 2 && f[0] == "mode" {
+	verb, rest, _ := strings.Cut(arg, " ")
+	rest = strings.TrimSpace(rest)
+	switch verb {
+	case "":
+	case "mode":
 		if p == nil {
 			u.tr.Note(u.st.Warn("no permission layer is installed"))
 			return
 		}
-		m, err := permission.ParseMode(f[1])
+		if rest == "" || strings.ContainsAny(rest, " \t") {
+			u.tr.Note(u.st.Warn(permissionsUsage))
+			return
+		}
+		m, err := permission.ParseMode(rest)
 		if err == nil {
 			err = p.SetMode(m)
 		}
@@ -278,8 +286,19 @@ func (u *ui) permissionsCmd(arg string) {
 		}
 		u.tr.Note("permission mode: " + u.st.Bold(string(m)))
 		return
-	} else if arg != "" {
-		u.tr.Note(u.st.Warn("usage: /permissions [mode default|acceptEdits|plan|bypassPermissions]"))
+	case "allow", "deny", "ask", "remove", "rm":
+		if p == nil {
+			u.tr.Note(u.st.Warn("no permission layer is installed"))
+			return
+		}
+		if rest == "" {
+			u.tr.Note(u.st.Warn(permissionsUsage))
+			return
+		}
+		u.ruleCmd(p, verb, rest)
+		return
+	default:
+		u.tr.Note(u.st.Warn(permissionsUsage))
 		return
 	}
 	if p == nil {
@@ -303,22 +322,89 @@ func (u *ui) permissionsCmd(arg string) {
 	if len(rules) == 0 {
 		b.WriteString(u.st.Dim("no rules: read-only tools run, edits and commands ask") + "\n")
 	}
-	for _, r := range rules {
-		mark := u.st.OK("allow")
-		switch r.Behavior {
-		case permission.Ask:
-			mark = u.st.Warn("ask  ")
-		case permission.Deny:
-			mark = u.st.Err("deny ")
+	// Grouped by behavior, strongest first: deny beats ask beats allow.
+	groups := []struct {
+		b     permission.Behavior
+		title string
+		style func(string) string
+	}{
+		{permission.Deny, "Deny", u.st.Err},
+		{permission.Ask, "Ask", u.st.Warn},
+		{permission.Allow, "Allow", u.st.OK},
+	}
+	for _, g := range groups {
+		var rs []permission.Rule
+		for _, r := range rules {
+			if r.Behavior == g.b {
+				rs = append(rs, r)
+			}
 		}
-		src := ""
-		if r.Source != "" {
-			src = u.st.Dim("  (" + r.Source + ")")
+		if len(rs) == 0 {
+			continue
 		}
-		b.WriteString("  " + mark + " " + r.Text + src + "\n")
+		b.WriteString(g.style(fmt.Sprintf("%s (%d)", g.title, len(rs))) + "\n")
+		for _, r := range rs {
+			src := r.Source
+			if src == "" {
+				src = "unknown source"
+			}
+			b.WriteString("  " + r.Text + u.st.Dim("  ("+shortPath(src, u.o.Env)+")") + "\n")
+		}
+	}
+	if len(rules) > 0 {
+		b.WriteString(u.st.Dim("add for this session: /permissions allow|ask|deny <rule> · withdraw: /permissions remove <rule>") + "\n")
 	}
 	for _, w := range p.Warnings() {
 		b.WriteString(u.st.Warn(w) + "\n")
 	}
 	u.tr.Note(b.String())
+}
+
+const permissionsUsage = "usage: /permissions [mode default|acceptEdits|plan|bypassPermissions | allow|ask|deny <rule> | remove <rule>]"
+
+// ruleCmd adds or removes a session rule of the current session: it is
+// recorded in the session's log, so a resumed session keeps it.
+func (u *ui) ruleCmd(p *permission.Checker, verb, text string) {
+	c := u.cur.Load()
+	if c == nil {
+		u.tr.Note(u.st.Err("no session: session rules need one (try /clear)"))
+		return
+	}
+	if verb == "remove" || verb == "rm" {
+		var removed []string
+		for _, b := range []permission.Behavior{permission.Allow, permission.Ask, permission.Deny} {
+			ok, err := p.RemoveSessionRule(u.ctx, c.sess, permission.Rule{Text: text, Behavior: b})
+			if err != nil {
+				u.tr.Note(u.st.Err("could not remove " + text + ": " + oneLine(err.Error())))
+				return
+			}
+			if ok {
+				removed = append(removed, string(b))
+			}
+		}
+		if len(removed) == 0 {
+			msg := "no session rule " + text
+			for _, r := range p.Rules(string(c.sess.ID())) {
+				if r.Text == strings.TrimSpace(text) && r.Source != permission.SourceSession {
+					msg += " (it comes from " + r.Source + ": edit that file to remove it)"
+					break
+				}
+			}
+			u.tr.Note(u.st.Warn(msg))
+			return
+		}
+		u.tr.Note("removed session rule " + u.st.Bold(strings.Join(removed, "/")+" "+text))
+		return
+	}
+	b := permission.Behavior(verb)
+	if err := p.AddSessionRule(u.ctx, c.sess, permission.Rule{Text: text, Behavior: b}); err != nil {
+		u.tr.Note(u.st.Err("invalid rule: " + oneLine(err.Error())))
+		return
+	}
+	u.tr.Note("added session rule " + u.st.Bold(verb+" "+text) + u.st.Dim("  (recorded in this session; kept on resume)"))
+}
+
+// oneLine joins a multi-line message into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

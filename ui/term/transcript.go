@@ -10,6 +10,7 @@ import (
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/todo"
 )
@@ -47,6 +48,11 @@ type Transcript struct {
 	// Tool calls not finished yet, in call order.
 	cards []*Card
 
+	// Subagent activity under running task cards, by the direct child
+	// session; childDone marks children whose card completed.
+	nested    map[session.ID]*nestedRun
+	childDone map[session.ID]bool
+
 	compacting bool
 	// LastCompactError is the newest compaction failure shown.
 	LastCompactError string
@@ -81,7 +87,8 @@ func NewTranscript(st Styles, md *markdown, tools ToolLookup, width func() int) 
 	if width == nil {
 		width = func() int { return 80 }
 	}
-	return &Transcript{st: st, md: md, tools: tools, width: width, preparing: map[int]*prepCall{}}
+	return &Transcript{st: st, md: md, tools: tools, width: width, preparing: map[int]*prepCall{},
+		nested: map[session.ID]*nestedRun{}, childDone: map[session.ID]bool{}}
 }
 
 // Take returns the committed output since the last call ("\n"-separated
@@ -198,6 +205,8 @@ func (t *Transcript) Apply(e session.Event) {
 		t.result(r, e.Time)
 	case TodoType:
 		t.todos(e.Data)
+	case subagent.TypeStart:
+		t.childStarted(e)
 	case compact.TypeStart:
 		t.compacting = true
 	case compact.TypeEnd:
@@ -349,6 +358,7 @@ func (t *Transcript) result(r session.ToolResult, at int64) {
 		c = &Card{ID: r.CallID, Name: "tool", Start: at}
 	} else {
 		t.cards = removeCard(t.cards, c)
+		t.collapseChildren(c)
 	}
 	c.End, c.Text, c.IsError, c.Meta = at, llm.TextOf(r.Content), r.IsError, r.Meta
 	c.State = CardDone
@@ -425,6 +435,7 @@ func RenderTodos(items []session.TodoItem, st Styles) string {
 func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
 	t.flushStream()
 	for _, c := range t.cards { // calls that never reported
+		t.collapseChildren(c)
 		c.State, c.End, c.NoResult = CardFailed, at, true
 		if c.Note == "" {
 			c.Note = "no result (" + te.Reason.Kind + ")"
@@ -511,6 +522,7 @@ func (t *Transcript) Live(width int, now int64, frame string, maxRows int) []str
 	}
 	for _, c := range t.cards {
 		rows = append(rows, RenderCard(c, width, now, frame, t.st)...)
+		rows = append(rows, t.nestedRows(c, width, now, frame)...)
 	}
 	if r := strings.TrimSpace(t.reasoning.String()); r != "" && t.text.Len() == 0 {
 		ls := wrapLines(r, width-2)

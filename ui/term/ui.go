@@ -74,6 +74,13 @@ type (
 		cur *current
 		ev  session.Event
 	}
+	// childMsg is an event of a descendant of the current session; chain
+	// runs from the direct child down to the event's session.
+	childMsg struct {
+		cur   *current
+		chain []session.ID
+		ev    session.Event
+	}
 	statusMsg struct {
 		ag     agent.Agent
 		status agent.Status
@@ -199,8 +206,18 @@ func Run(ctx context.Context, o Options) error {
 	undo := []func(){
 		u.app.Host.Sessions.Appended.Listen(func(_ context.Context, ap session.Appended) error {
 			c := u.cur.Load()
-			if c != nil && ap.Session == c.sess {
+			if c == nil {
+				return nil
+			}
+			if ap.Session == c.sess {
 				u.q.push(eventMsg{cur: c, ev: ap.Event})
+				return nil
+			}
+			if !nestedType(ap.Event.Type) {
+				return nil
+			}
+			if chain := u.lineage(ap.Session, c.sess.ID()); chain != nil {
+				u.q.push(childMsg{cur: c, chain: chain, ev: ap.Event})
 			}
 			return nil
 		}),
@@ -212,7 +229,8 @@ func Run(ctx context.Context, o Options) error {
 		}),
 		hub.Request.Use(func(ctx context.Context, in agent.RequestInput, next func(context.Context, agent.RequestInput) (*llm.Request, error)) (*llm.Request, error) {
 			if m := u.model.Load(); m != nil && in.Request != nil {
-				if c := u.cur.Load(); c != nil && in.Agent == c.ag {
+				// Subagents the current agent starts follow its model.
+				if c := u.cur.Load(); c != nil && in.Agent != nil && (in.Agent == c.ag || u.lineage(in.Agent.Session(), c.sess.ID()) != nil) {
 					in.Request.Model = *m
 				}
 			}
@@ -367,6 +385,11 @@ func (u *ui) handle(m any) {
 				u.busySince = time.Now()
 			}
 		}
+	case childMsg:
+		if m.cur != u.cur.Load() {
+			return
+		}
+		u.tr.ApplyChild(m.chain, m.ev)
 	case statusMsg:
 		if c := u.cur.Load(); c == nil || m.ag != c.ag {
 			return
@@ -400,6 +423,43 @@ func (u *ui) handle(m any) {
 		u.compacted(m)
 	case resizeMsg:
 	}
+}
+
+// nestedType reports whether a descendant's event shows under a task card.
+func nestedType(typ string) bool {
+	switch typ {
+	case session.TypeToolCall, session.TypeToolResult, session.TypeAssistantMessage,
+		session.TypeApprovalRequest, session.TypeApprovalAnswer:
+		return true
+	}
+	return false
+}
+
+// lineage returns the sessions from root's direct child down to s when s
+// descends from root (following Header().ParentSession through the live
+// sessions), or nil.
+func (u *ui) lineage(s *session.Session, root session.ID) []session.ID {
+	if s == nil {
+		return nil
+	}
+	chain := []session.ID{s.ID()}
+	parent := s.Header().ParentSession
+	for range 8 {
+		switch parent {
+		case "":
+			return nil
+		case root:
+			slices.Reverse(chain)
+			return chain
+		}
+		p, ok := u.app.Host.Sessions.Get(parent)
+		if !ok {
+			return nil
+		}
+		chain = append(chain, parent)
+		parent = p.Header().ParentSession
+	}
+	return nil
 }
 
 func (u *ui) dropPending(text string) {
