@@ -167,21 +167,28 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return fail(err)
 	}
 	// MCP servers (lazy: nothing starts before the first call).
-	if err := a.installMCP(ctx); err != nil {
-		return fail(err)
+	if a.enabled("mcp") {
+		if err := a.installMCP(ctx); err != nil {
+			return fail(err)
+		}
 	}
-	// Compaction before every step.
+	// Compaction before every step (settings compaction.manual turns the
+	// automatic part off; /compact always works).
 	a.Compactor = compact.New(o.Settings.Compaction, h.LLM, h.Agents.Hub, o.Logger)
 	if err := a.Compactor.Install(h.Scope); err != nil {
 		return fail(err)
 	}
 	// Subagents: task (spawn) and fork, with custom agent definitions.
-	if err := a.installSubagents(); err != nil {
-		return fail(err)
+	if a.enabled("subagents") {
+		if err := a.installSubagents(); err != nil {
+			return fail(err)
+		}
 	}
 	// Hooks of both dialects.
-	if err := a.installHooks(); err != nil {
-		return fail(err)
+	if a.enabled("hooks") {
+		if err := a.installHooks(); err != nil {
+			return fail(err)
+		}
 	}
 	// Permissions last: their listener is outermost, so hooks may tighten
 	// a decision but only an explicit hook "allow" answers an ask.
@@ -275,12 +282,14 @@ func (a *App) installTools() error {
 		}
 		return o.Env(k)
 	}
-	webSvc, err := webproviders.New(webproviders.FromSettings(o.Settings.Web), env, o.HTTPClient)
-	if err != nil {
-		return fmt.Errorf("app: web: %w", err)
+	if a.enabled("web") {
+		webSvc, err := webproviders.New(webproviders.FromSettings(o.Settings.Web), env, o.HTTPClient)
+		if err != nil {
+			return fmt.Errorf("app: web: %w", err)
+		}
+		_ = h.Scope.Defer(webSvc.Close)
+		tools = append(tools, webtool.Tools(webSvc, webtool.Options{})...)
 	}
-	_ = h.Scope.Defer(webSvc.Close)
-	tools = append(tools, webtool.Tools(webSvc, webtool.Options{})...)
 	return h.Tools.RegisterAll(h.Scope, tools...)
 }
 
@@ -459,4 +468,11 @@ func (a *App) installMCP(ctx context.Context) error {
 		o.Logger.Warn("some MCP servers could not be added", "err", err)
 	}
 	return nil
+}
+
+// enabled reports whether an optional plugin (settings.Plugins) is on:
+// settings "enabledPlugins" can switch one off; the default is on.
+func (a *App) enabled(name string) bool {
+	on, set := a.opts.Settings.EnabledPlugins[name]
+	return !set || on
 }

@@ -369,3 +369,32 @@ func TestHeadlessSubagentLineage(t *testing.T) {
 		t.Fatalf("show: %s", show.stdout)
 	}
 }
+
+// enabledPlugins switches optional plugins off: their tools leave the
+// model's tool list.
+func TestEnabledPlugins(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	ds := &deepseek{replies: []string{textReply("ok"), textReply("ok")}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	toolNames := func(req map[string]any) string {
+		b, _ := json.Marshal(req["tools"])
+		return string(b)
+	}
+	if r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "hi"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	os.WriteFile(filepath.Join(home, "settings.json"), []byte(`{"enabledPlugins":{"web":false,"subagents":false}}`), 0o644)
+	if r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "hi"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	on, off := toolNames(ds.requests[0]), toolNames(ds.requests[1])
+	if !strings.Contains(on, `"web_fetch"`) || !strings.Contains(on, `"task"`) {
+		t.Fatalf("default tools %s", on)
+	}
+	if strings.Contains(off, `"web_fetch"`) || strings.Contains(off, `"task"`) || !strings.Contains(off, `"bash"`) {
+		t.Fatalf("tools with plugins off %s", off)
+	}
+}

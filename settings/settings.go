@@ -309,12 +309,20 @@ func distance(a, b string) int {
 	return prev[len(b)]
 }
 
+// Plugins are the optional plugins "enabledPlugins" can switch off.
+var Plugins = []string{"web", "mcp", "subagents", "hooks"}
+
 // Modes are the permission modes.
 var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 
 func validate(s *Settings) *Error {
 	if m := s.Permissions.DefaultMode; m != "" && !contains(Modes, m) {
 		return &Error{Key: "permissions.defaultMode", Reason: fmt.Sprintf("unknown mode %q (want one of %s)", m, strings.Join(Modes, ", "))}
+	}
+	for name := range s.EnabledPlugins {
+		if !contains(Plugins, name) {
+			return &Error{Key: "enabledPlugins." + name, Reason: fmt.Sprintf("unknown plugin (known: %s)", strings.Join(Plugins, ", "))}
+		}
 	}
 	if s.MaxSteps < 0 {
 		return &Error{Key: "maxSteps", Reason: "must not be negative"}

@@ -69,3 +69,12 @@ func TestHooksConcatenate(t *testing.T) {
 		t.Fatalf("%s", m.Hooks["PreToolUse"])
 	}
 }
+
+func TestEnabledPluginsValidated(t *testing.T) {
+	if _, err := Decode("x", []byte(`{"enabledPlugins":{"web":false,"mcp":true}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode("x", []byte(`{"enabledPlugins":{"webb":false}}`)); err == nil || !strings.Contains(err.Error(), "enabledPlugins.webb: unknown plugin") {
+		t.Fatalf("%v", err)
+	}
+}
