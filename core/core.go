@@ -6,6 +6,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -89,5 +90,5 @@ func (h *Host) Use(ctx context.Context, name string, p Plugin) (unload func() er
 // Close disposes every live agent (so their turns close and flush), then
 // unloads every plugin in reverse order.
 func (h *Host) Close(ctx context.Context) error {
-	return h.Scope.Close()
+	return errors.Join(h.Loop.DisposeAll(), h.Scope.Close())
 }

@@ -13,8 +13,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/dshq/dsh/agent"
@@ -40,8 +42,10 @@ type Deps struct {
 
 // Loop creates agents.
 type Loop struct {
-	d     Deps
-	scope *kernel.Scope
+	d Deps
+
+	mu   sync.Mutex
+	live map[*agent.Handle]struct{} // agents to dispose when the loop is unloaded
 }
 
 // New returns a loop; Install registers it as the agent factory.
@@ -64,8 +68,31 @@ func (l *Loop) Install(scope *kernel.Scope) error {
 	if err != nil {
 		return err
 	}
-	l.scope = scope
-	return scope.Add(dispose)
+	if err := scope.Add(dispose); err != nil {
+		return err
+	}
+	// Agents still alive when the host closes are disposed with it, after
+	// the factory slot is released (reverse order).
+	return scope.Defer(l.DisposeAll)
+}
+
+// DisposeAll disposes every agent still running. The host calls it before
+// unloading plugins, so agents end (their turns closed, sessions flushed,
+// SessionEnd hooks run) while every plugin is still there.
+func (l *Loop) DisposeAll() error {
+	l.mu.Lock()
+	hs := make([]*agent.Handle, 0, len(l.live))
+	for h := range l.live {
+		hs = append(hs, h)
+	}
+	l.mu.Unlock()
+	var errs []error
+	for _, h := range hs {
+		if err := h.Dispose(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func randomID() string {
@@ -151,16 +178,22 @@ func (l *Loop) start(ctx context.Context, id agent.ID, opts agent.Options, s *se
 		l.d.Logger.Warn("agent/session-start listener failed", "agent", id, "err", err)
 	}
 	a.run()
-	h := agent.NewHandle(a, func(ctx context.Context) error {
+	var h *agent.Handle
+	h = agent.NewHandle(a, func(ctx context.Context) error {
 		a.stop()
 		<-a.done
 		unregister()
 		detach()
+		l.mu.Lock()
+		delete(l.live, h)
+		l.mu.Unlock()
 		return a.scope.Close()
 	})
-	if l.scope != nil {
-		// Agents still alive when the host closes are disposed with it.
-		_ = l.scope.Defer(func() error { return h.Dispose(context.Background()) })
+	l.mu.Lock()
+	if l.live == nil {
+		l.live = map[*agent.Handle]struct{}{}
 	}
+	l.live[h] = struct{}{}
+	l.mu.Unlock()
 	return h, nil
 }
