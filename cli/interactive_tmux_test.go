@@ -116,7 +116,8 @@ func TestInteractiveDemoInTmux(t *testing.T) {
 	tt.text("show me around")
 	tt.keys("Enter")
 	// Streamed text and the first tool card.
-	s := tt.waitFor("› show me around", "Listing the directory with the bash tool", "Bash ls -la")
+	tt.waitFor("› show me around", "Listing the directory with the bash tool", "Bash ls -la")
+	var s string
 	// The permission layer asks before the demo's commands and its write:
 	// answer every question with y, one at a time.
 	sawWrite := false

@@ -3,9 +3,7 @@ package loop_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,11 +125,9 @@ func TestPropertyInterleavings(t *testing.T) {
 		}
 		events := a.Session().Events()
 		if err := invariants.CheckLog(events); err != nil {
-			var b strings.Builder
 			for _, e := range events {
-				fmt.Fprintf(&b, "%d %s %s\n", e.Seq, e.Type, e.Data)
+				rt.Logf("%d %s %s", e.Seq, e.Type, e.Data)
 			}
-			os.WriteFile(os.TempDir()+"/dsh-prop-fail.txt", []byte(b.String()), 0o644)
 			rt.Fatalf("invariants: %v", err)
 		}
 		if a.Session().TurnOpen() {

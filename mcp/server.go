@@ -797,10 +797,7 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 // a broken connection).
 func isServerError(err error) bool {
 	var je *jsonrpcError
-	if errors.As(err, &je) {
-		return true
-	}
-	return false
+	return errors.As(err, &je)
 }
 
 type jsonrpcError = jsonrpc.Error

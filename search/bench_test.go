@@ -17,10 +17,7 @@ import (
 	"time"
 )
 
-// benchFiles is the size of the benchmark tree.
-const benchFiles = 100_000
-
-// genBenchTree writes benchFiles small files (about 300 bytes, 8 lines)
+// genBenchTree writes 100,000 small files (about 300 bytes, 8 lines)
 // under root: 100 directories of 10 subdirectories of 100 files. About 1%
 // of the files contain "needle_xyz"; "func \w+\(" lines are common.
 func genBenchTree(b *testing.B, root string) {

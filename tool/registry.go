@@ -58,11 +58,10 @@ type PostInput struct {
 // PostDecision is a post-execute verdict: accept (optionally replacing the
 // content) or block (the feedback becomes an error result).
 type PostDecision struct {
-	Block    bool
-	Content  []llm.Block // accept: replacement content; block: feedback
-	Context  *Context
-	By       string
-	Replaced bool // accept with replaced content
+	Block   bool
+	Content []llm.Block // accept: replacement content; block: feedback
+	Context *Context
+	By      string
 }
 
 // Guard accumulates a final denial. The first guard to deny wins; no later

@@ -139,17 +139,16 @@ type errorWire struct {
 }
 
 type block struct {
-	wire    int // the provider's content index
-	typ     llm.BlockType
-	id      string
-	name    string
-	sig     string
-	red     string
-	input   []byte // tool_use input from content_block_start
-	buf     []byte
-	deltas  bool
-	closed  bool
-	ignored bool // a block type dsh does not model (server tools, …)
+	wire   int // the provider's content index
+	typ    llm.BlockType
+	id     string
+	name   string
+	sig    string
+	red    string
+	input  []byte // tool_use input from content_block_start
+	buf    []byte
+	deltas bool
+	closed bool
 }
 
 type decoder struct {

@@ -172,7 +172,7 @@ func TestToolInfo(t *testing.T) {
 }
 
 func TestWebFetchArticle(t *testing.T) {
-	page, err := os.ReadFile("testdata/article.html")
+	page, err := os.ReadFile("../../web/fetch/testdata/article.html") // one fixture, shared with web/fetch
 	if err != nil {
 		t.Fatal(err)
 	}

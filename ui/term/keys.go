@@ -48,10 +48,7 @@ type Key struct {
 	Text string
 }
 
-var (
-	pasteStart = []byte("\x1b[200~")
-	pasteEnd   = []byte("\x1b[201~")
-)
+var pasteEnd = []byte("\x1b[201~")
 
 // Decoder turns terminal input bytes into keys. Input may arrive split at
 // any byte; incomplete sequences wait for the next Feed. A lone escape is

@@ -1,27 +1,11 @@
 package term
 
 import (
-	"strings"
-
 	"charm.land/lipgloss/v2"
 )
 
-// paint styles one string. Multi-line strings are styled line by line so a
-// style never pads or spans a line break.
+// paint styles one string.
 type paint func(string) string
-
-func (p paint) lines(s string) string {
-	if !strings.Contains(s, "\n") {
-		return p(s)
-	}
-	parts := strings.Split(s, "\n")
-	for i, l := range parts {
-		if l != "" {
-			parts[i] = p(l)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
 
 // Styles are the terminal UI's text styles. The zero value is unusable; use
 // [NewStyles].
