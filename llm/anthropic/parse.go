@@ -41,17 +41,7 @@ func (d *decoder) parse(data []byte) error {
 	w := &d.w
 	s := &d.sc
 	s.Reset(data)
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
+	err := s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "type":
 			w.Type, err = name(s)
@@ -84,43 +74,28 @@ func (d *decoder) parse(data []byte) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return s.End()
 }
 
 func parseMessage(s *sse.JSONScanner, w *eventWire) error {
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		if string(key) == "usage" && !s.Null() {
 			w.HasMsg = true
 			err = parseUsage(s, &w.Message)
 		} else {
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func parseBlock(s *sse.JSONScanner, b *contentBlockWire) error {
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "type":
 			b.Type, err = name(s)
@@ -143,21 +118,12 @@ func parseBlock(s *sse.JSONScanner, b *contentBlockWire) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func parseDelta(s *sse.JSONScanner, dw *deltaWire) error {
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "type":
 			dw.Type, err = name(s)
@@ -174,21 +140,12 @@ func parseDelta(s *sse.JSONScanner, dw *deltaWire) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func parseUsage(s *sse.JSONScanner, u *usageWire) error {
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "input_tokens":
 			u.Input, u.HasInput, err = s.OptInt()
@@ -201,10 +158,8 @@ func parseUsage(s *sse.JSONScanner, u *usageWire) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func parseError(s *sse.JSONScanner, e *errorWire) error {
@@ -213,14 +168,7 @@ func parseError(s *sse.JSONScanner, e *errorWire) error {
 		e.Message, err = s.String()
 		return err
 	}
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "type":
 			e.Type, err = s.OptString()
@@ -229,8 +177,6 @@ func parseError(s *sse.JSONScanner, e *errorWire) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }

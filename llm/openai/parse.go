@@ -11,17 +11,7 @@ func (d *decoder) parse(data []byte) error {
 	d.w = chunkWire{Choices: choices[:0]}
 	s := &d.sc
 	s.Reset(data)
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
+	err := s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "choices":
 			err = d.parseChoices(s)
@@ -38,9 +28,10 @@ func (d *decoder) parse(data []byte) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return s.End()
 }
@@ -49,30 +40,14 @@ func (d *decoder) parseChoices(s *sse.JSONScanner) error {
 	if s.Null() {
 		return nil
 	}
-	if err := s.Enter('['); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		ok, err := s.NextElem(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Array(func() error {
 		d.w.Choices = append(d.w.Choices, choiceWire{})
-		if err := parseChoice(s, &d.w.Choices[len(d.w.Choices)-1]); err != nil {
-			return err
-		}
-	}
+		return parseChoice(s, &d.w.Choices[len(d.w.Choices)-1])
+	})
 }
 
 func parseChoice(s *sse.JSONScanner, c *choiceWire) error {
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "index":
 			c.Index, _, err = s.OptInt()
@@ -85,21 +60,12 @@ func parseChoice(s *sse.JSONScanner, c *choiceWire) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func parseDelta(s *sse.JSONScanner, dw *deltaWire) error {
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "content":
 			dw.Content, err = s.OptString()
@@ -114,37 +80,18 @@ func parseDelta(s *sse.JSONScanner, dw *deltaWire) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 func parseToolCalls(s *sse.JSONScanner, dw *deltaWire) error {
 	if s.Null() {
 		return nil
 	}
-	if err := s.Enter('['); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		ok, err := s.NextElem(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Array(func() error {
 		dw.ToolCalls = append(dw.ToolCalls, toolDeltaWire{})
 		tc := &dw.ToolCalls[len(dw.ToolCalls)-1]
-		if err := s.Enter('{'); err != nil {
-			return err
-		}
-		for f := true; ; f = false {
-			key, ok, err := s.NextKey(f)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				break
-			}
+		return s.Object(func(key []byte) (err error) {
 			switch string(key) {
 			case "index":
 				tc.Index, tc.HasIndex, err = s.OptInt()
@@ -157,55 +104,41 @@ func parseToolCalls(s *sse.JSONScanner, dw *deltaWire) error {
 			default:
 				err = s.Skip()
 			}
-			if err != nil {
-				return err
-			}
-		}
-	}
+			return err
+		})
+	})
 }
 
 func parseFunction(s *sse.JSONScanner, tc *toolDeltaWire) error {
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "name":
 			tc.Name, err = s.OptString()
 		case "arguments":
 			// A string per the API; some compatible servers send the
 			// object itself, kept as raw JSON text.
-			switch s.Peek() {
-			case '"', 'n':
-				tc.Arguments, err = s.OptString()
-			default:
-				var raw []byte
-				raw, err = s.Raw()
-				tc.Arguments = string(raw)
-			}
+			tc.Arguments, err = stringOrRaw(s)
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+}
+
+// stringOrRaw reads a string (or null), or keeps any other value as its raw
+// JSON text.
+func stringOrRaw(s *sse.JSONScanner) (string, error) {
+	switch s.Peek() {
+	case '"', 'n':
+		return s.OptString()
 	}
+	raw, err := s.Raw()
+	return string(raw), err
 }
 
 func parseUsage(s *sse.JSONScanner, u *usageWire) error {
 	*u = usageWire{}
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "prompt_tokens":
 			u.PromptTokens, _, err = s.OptInt()
@@ -222,10 +155,8 @@ func parseUsage(s *sse.JSONScanner, u *usageWire) error {
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // subInt reads one integer member of an object (or null).
@@ -233,27 +164,17 @@ func subInt(s *sse.JSONScanner, name string, dst *int, set *bool) error {
 	if s.Null() {
 		return nil
 	}
-	if err := s.Enter('{'); err != nil {
+	return s.Object(func(key []byte) (err error) {
+		if string(key) != name {
+			return s.Skip()
+		}
+		var has bool
+		*dst, has, err = s.OptInt()
+		if set != nil {
+			*set = has
+		}
 		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
-		if string(key) == name {
-			var has bool
-			*dst, has, err = s.OptInt()
-			if set != nil {
-				*set = has
-			}
-		} else {
-			err = s.Skip()
-		}
-		if err != nil {
-			return err
-		}
-	}
+	})
 }
 
 func parseError(s *sse.JSONScanner, e *errorWire) error {
@@ -262,33 +183,17 @@ func parseError(s *sse.JSONScanner, e *errorWire) error {
 		e.Message, err = s.String()
 		return err
 	}
-	if err := s.Enter('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, ok, err := s.NextKey(first)
-		if err != nil || !ok {
-			return err
-		}
+	return s.Object(func(key []byte) (err error) {
 		switch string(key) {
 		case "message":
 			e.Message, err = s.OptString()
 		case "type":
 			e.Type, err = s.OptString()
 		case "code":
-			switch s.Peek() {
-			case '"', 'n':
-				e.Code, err = s.OptString()
-			default:
-				var raw []byte
-				raw, err = s.Raw()
-				e.Code = string(raw)
-			}
+			e.Code, err = stringOrRaw(s)
 		default:
 			err = s.Skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }

@@ -130,6 +130,41 @@ func (s *JSONScanner) NextKey(first bool) (key []byte, ok bool, err error) {
 	return key, true, nil
 }
 
+// Object walks the members of the next object: fn is called with each key
+// (valid only during the call), positioned at the member's value, which it
+// must consume (or Skip). The walk stops at fn's first error. Parsers use
+// it instead of writing the Enter/NextKey loop again for every object.
+func (s *JSONScanner) Object(fn func(key []byte) error) error {
+	if err := s.Enter('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		key, ok, err := s.NextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+	}
+}
+
+// Array walks the elements of the next array; fn must consume each one.
+func (s *JSONScanner) Array(fn func() error) error {
+	if err := s.Enter('['); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		ok, err := s.NextElem(first)
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+}
+
 // NextElem moves to the next element of the array being walked; ok is
 // false at the closing bracket.
 func (s *JSONScanner) NextElem(first bool) (ok bool, err error) {

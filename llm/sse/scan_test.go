@@ -2,6 +2,7 @@ package sse
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -139,4 +140,40 @@ func FuzzJSONScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestObjectAndArrayWalk(t *testing.T) {
+	var s JSONScanner
+	s.Reset([]byte(`{"a":[1,2,3],"b":{"c":"x"},"skip":null}`))
+	var sum int
+	var c string
+	err := s.Object(func(key []byte) error {
+		switch string(key) {
+		case "a":
+			return s.Array(func() error {
+				n, err := s.Int()
+				sum += n
+				return err
+			})
+		case "b":
+			return s.Object(func(key []byte) (err error) {
+				c, err = s.OptString()
+				return err
+			})
+		}
+		return s.Skip()
+	})
+	if err != nil || sum != 6 || c != "x" || s.End() != nil {
+		t.Fatalf("sum %d c %q err %v", sum, c, err)
+	}
+	s.Reset([]byte(`{"a":1,"b":2}`))
+	stop := errors.New("stop")
+	calls := 0
+	if err := s.Object(func([]byte) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("walk must stop at fn's first error: %v after %d calls", err, calls)
+	}
+	s.Reset([]byte(`[1]`))
+	if err := s.Object(func([]byte) error { return nil }); err == nil {
+		t.Fatal("an array is not an object")
+	}
 }
