@@ -16,13 +16,20 @@ const hexDigits = "0123456789abcdef"
 
 // AppendJSONString appends s as a JSON string, escaping like encoding/json
 // (invalid UTF-8 becomes U+FFFD; <, >, & and U+2028/2029 are escaped).
-func AppendJSONString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s, true) }
+
+// AppendJSONStringNoHTML is AppendJSONString without escaping <, > and &,
+// like an encoding/json Encoder with SetEscapeHTML(false): what dsh writes
+// to session files.
+func AppendJSONStringNoHTML(dst []byte, s string) []byte { return appendJSONString(dst, s, false) }
+
+func appendJSONString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || (b != '<' && b != '>' && b != '&')) {
 				i++
 				continue
 			}

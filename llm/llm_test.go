@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -153,4 +154,24 @@ func TestServiceRegistry(t *testing.T) {
 	if len(svc.Models()) != 0 {
 		t.Fatal("models remain")
 	}
+}
+
+// The no-HTML variant writes what an encoding/json Encoder with
+// SetEscapeHTML(false) writes.
+func FuzzJSONStringNoHTML(f *testing.F) {
+	for _, s := range []string{"<a href='x'>&amp;</a>", "\x00\b\f\n", "\u2028 ✓", string([]byte{0xff})} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimSuffix(b.String(), "\n")
+		if got := string(llm.AppendJSONStringNoHTML(nil, s)); got != want {
+			t.Fatalf("got %s want %s", got, want)
+		}
+	})
 }

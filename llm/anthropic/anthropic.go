@@ -31,9 +31,9 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Provider == "" {
 		return nil, fmt.Errorf("anthropic: Config.Provider is required")
 	}
-	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
-	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("anthropic: provider %q: base URL %q is not an http(s) URL", cfg.Provider, cfg.BaseURL)
+	base, err := sse.BaseURL("anthropic", cfg.Provider, cfg.BaseURL)
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		cfg:    cfg,

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/sse"
@@ -31,9 +30,9 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Provider == "" {
 		return nil, fmt.Errorf("openai: Config.Provider is required")
 	}
-	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
-	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("openai: provider %q: base URL %q is not an http(s) URL", cfg.Provider, cfg.BaseURL)
+	base, err := sse.BaseURL("openai", cfg.Provider, cfg.BaseURL)
+	if err != nil {
+		return nil, err
 	}
 	return &Adapter{
 		cfg:    cfg,

@@ -707,3 +707,13 @@ func snippet(b []byte) []byte {
 	}
 	return b
 }
+
+// BaseURL checks and normalises a provider's API root: trimmed, an http(s)
+// URL, without a trailing slash. pkg names the adapter in the error.
+func BaseURL(pkg, provider, raw string) (string, error) {
+	base := strings.TrimRight(strings.TrimSpace(raw), "/")
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return "", fmt.Errorf("%s: provider %q: base URL %q is not an http(s) URL", pkg, provider, raw)
+	}
+	return base, nil
+}
