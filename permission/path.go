@@ -3,14 +3,13 @@ package permission
 import (
 	"errors"
 	"fmt"
-	iofs "io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	dshfs "github.com/dshq/dsh/fs"
 )
 
 // pathPattern is a compiled path specifier. Relative patterns are kept
@@ -143,49 +142,9 @@ func absPath(raw, base string) string {
 	return filepath.Clean(raw)
 }
 
-const maxSymlinkHops = 40
-
-// realpath resolves symlinks in p (absolute, clean) through its longest
-// existing prefix, following dangling links too: writing through a link
-// whose target does not exist yet creates the target, so the target is what
-// the check must see. It mirrors fs/local's resolution so the permission
-// check and the tool agree on which file is meant.
-func realpath(p string) (string, error) {
-	var missing []string // innermost first
-	cur := p
-	for hops := 0; ; {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			for i := len(missing) - 1; i >= 0; i-- {
-				r = filepath.Join(r, missing[i])
-			}
-			return r, nil
-		}
-		if !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return "", err
-		}
-		if fi, lerr := os.Lstat(cur); lerr == nil && fi.Mode()&iofs.ModeSymlink != 0 {
-			if hops++; hops > maxSymlinkHops {
-				return "", &os.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
-			}
-			dst, rerr := os.Readlink(cur)
-			if rerr != nil {
-				return "", rerr
-			}
-			if !filepath.IsAbs(dst) {
-				dst = filepath.Join(filepath.Dir(cur), dst)
-			}
-			cur = filepath.Clean(dst)
-			continue
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p, nil
-		}
-		missing = append(missing, filepath.Base(cur))
-		cur = parent
-	}
-}
+// realpath is fs.RealPath: the provider and the permission layer must
+// resolve paths identically.
+func realpath(p string) (string, error) { return dshfs.RealPath(p) }
 
 // resolve returns realpath(p), or p itself when it cannot be resolved (a
 // symlink loop, a permission error): the caller still checks the lexical

@@ -25,8 +25,6 @@ const (
 	// binarySniff is how much of a file's head is searched for NUL bytes to
 	// call it binary on read.
 	binarySniff = 8 << 10
-	// maxSymlinkHops bounds the manual resolution of dangling symlinks.
-	maxSymlinkHops = 40
 )
 
 // Options configure a [Provider]. The zero value is usable.
@@ -159,46 +157,9 @@ func within(dir, path string) bool {
 	return strings.HasPrefix(path, dir)
 }
 
-// realpath resolves symlinks in the absolute, clean path p. Missing trailing
-// components are kept as they are, after the resolved nearest existing
-// ancestor; a dangling symlink is followed to where its target would be, so
-// creating a file through it creates the target and keeps the link.
-func realpath(p string) (string, error) {
-	var missing []string // innermost first
-	cur := p
-	for hops := 0; ; {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			for i := len(missing) - 1; i >= 0; i-- {
-				r = filepath.Join(r, missing[i])
-			}
-			return r, nil
-		}
-		if !errors.Is(err, iofs.ErrNotExist) {
-			return "", err
-		}
-		if fi, lerr := os.Lstat(cur); lerr == nil && fi.Mode()&iofs.ModeSymlink != 0 {
-			if hops++; hops > maxSymlinkHops {
-				return "", &os.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
-			}
-			dst, rerr := os.Readlink(cur)
-			if rerr != nil {
-				return "", rerr
-			}
-			if !filepath.IsAbs(dst) {
-				dst = filepath.Join(filepath.Dir(cur), dst)
-			}
-			cur = filepath.Clean(dst)
-			continue
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p, nil // not even the root resolves; keep the path as its own key
-		}
-		missing = append(missing, filepath.Base(cur))
-		cur = parent
-	}
-}
+// realpath is fs.RealPath: the provider and the permission layer must
+// resolve paths identically.
+func realpath(p string) (string, error) { return fs.RealPath(p) }
 
 // Stat implements [fs.Provider].
 func (p *Provider) Stat(ctx context.Context, t fs.Target) (*fs.Info, error) {
