@@ -27,8 +27,6 @@ import (
 	fslocal "github.com/dshq/dsh/fs/local"
 	"github.com/dshq/dsh/fs/policy"
 	"github.com/dshq/dsh/hooks"
-	"github.com/dshq/dsh/kernel"
-	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
@@ -360,9 +358,6 @@ func (a *App) Latest(ctx context.Context) (session.ID, error) {
 
 // Close disposes agents, drains the store and stops background processes.
 func (a *App) Close(ctx context.Context) error { return a.Host.Close(ctx) }
-
-var _ = kernel.ErrStop
-var _ = llm.CodeAuth
 
 // installHooks runs Claude Code and Codex hook files (and dsh's own
 // settings "hooks") on the agent points. Configuration is read per working

@@ -204,8 +204,6 @@ func clip(s string, n int) string {
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
 
-var _ = context.Background
-
 // showChildren prints the transcripts of sessions whose lineage names id
 // (subagents), indented by depth.
 func showChildren(ctx context.Context, stdio IO, c *store.Coordinator, id session.ID, depth int) error {

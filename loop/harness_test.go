@@ -13,7 +13,6 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/core"
-	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
 	"github.com/dshq/dsh/session"
@@ -217,5 +216,3 @@ func register(t *testing.T, hs *harness, tools ...tool.Tool) {
 		t.Fatal(err)
 	}
 }
-
-var _ = kernel.ErrStop

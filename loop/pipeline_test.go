@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/agent"
-	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
 	"github.com/dshq/dsh/session"
@@ -549,8 +548,6 @@ func TestMaxSteps(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
-
-var _ = kernel.ErrStop
 
 // Arguments are sealed: a pre-execute listener that writes into the bytes it
 // was given, or an execute wrapper that hands next a different call, does

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/dshq/dsh/kernel"
-	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
@@ -383,5 +382,3 @@ func TestInstallIsUndoneWithTheScope(t *testing.T) {
 	r.scope = kernel.NewScope("again")
 	r.install()
 }
-
-var _ = llm.Text

@@ -195,10 +195,11 @@ func TestSpawnAndFork(t *testing.T) {
 		switch e.Type {
 		case subagent.TypeStart:
 			starts++
-			st, _ := session.Decode[subagent.StartEvent](e)
-			child, ok := g.h.Sessions.Get(st.ChildSession)
-			_ = child
-			_ = ok // disposed children leave the live store; the header link is checked below
+			// The child session is named for front-ends; its header's
+			// lineage is checked in TestCancelParentEndsChildren.
+			if st, _ := session.Decode[subagent.StartEvent](e); st.ChildSession == "" || st.CallID == "" {
+				t.Fatalf("subagent/start without child session or call id: %s", e.Data)
+			}
 		case subagent.TypeEnd:
 			ends++
 		}
