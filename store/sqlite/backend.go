@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -80,6 +81,7 @@ type Backend struct {
 
 	mu      sync.Mutex
 	handles map[session.ID]*flock.Lock
+	readers []*rawReader // idle, for long loads (file databases only)
 	closed  bool
 }
 
@@ -251,7 +253,12 @@ func (b *Backend) Close() error {
 	b.handles = map[session.ID]*flock.Lock{}
 	wasClosed := b.closed
 	b.closed = true
+	readers := b.readers
+	b.readers = nil
 	b.mu.Unlock()
+	for _, r := range readers {
+		r.close()
+	}
 	var errs []error
 	for _, l := range hs {
 		if err := l.Release(); err != nil {
@@ -289,15 +296,9 @@ func readHeader(ctx context.Context, q querier, id session.ID) (session.Header, 
 	return h, true, nil
 }
 
-// row is one events row as read.
-type row struct {
-	ev session.Event
-	ok bool // the event text parses
-}
-
 // query runs a query on a driver connection directly and hands each row's
-// values to fn: a full load reads 100,000 rows, and database/sql's per-row
-// locking and reflective Scan would cost more than SQLite itself.
+// values to fn, skipping database/sql's per-row locking and reflective
+// Scan.
 func (b *Backend) query(ctx context.Context, query string, args []any, cols int, fn func(v []driver.Value) (more bool)) error {
 	c, err := b.db.Conn(ctx)
 	if err != nil {
@@ -337,60 +338,123 @@ func (b *Backend) query(ctx context.Context, query string, args []any, cols int,
 	return nil
 }
 
-// decodeEvent parses an event column. A row whose text does not parse is
-// reported under seq, its position, for scanRows's error.
-func decodeEvent(v driver.Value, seq int64) row {
-	var line []byte
+// textOf views a TEXT (or copies a BLOB) column value as bytes; ok is false
+// for anything else (NULL, a number).
+func textOf(v driver.Value) (text []byte, ok bool) {
 	switch x := v.(type) {
 	case string:
 		// The driver hands TEXT columns over as fresh strings that nothing
-		// else holds: view its bytes instead of copying them (the event's
+		// else holds: view its bytes instead of copying them (an event's
 		// Data aliases them, and logged data is read-only by contract).
-		line = unsafe.Slice(unsafe.StringData(x), len(x))
+		return unsafe.Slice(unsafe.StringData(x), len(x)), true
 	case []byte:
-		line = append([]byte(nil), x...)
-	default:
-		return row{ev: session.Event{Seq: seq}}
+		return append([]byte(nil), x...), true
 	}
-	e, ok := eventjson.Parse(line)
-	if !ok {
-		return row{ev: session.Event{Seq: seq}}
-	}
-	return row{ev: e, ok: true}
+	return nil, false
 }
 
 // A long session is read in up to maxParts seq ranges of at least
-// minPartRows rows, concurrently, each on its own connection: reading rows
-// through the driver costs about a microsecond each, and parsing them about
-// as much again, so a second core halves the load of a long session.
-const (
-	minPartRows = 20_000
-	maxParts    = 4
-)
+// minPartRows rows, concurrently, each on its own connection and parsed by
+// the goroutine that reads it: reading a row costs about half a microsecond
+// and parsing it as much again, so a second core halves the load of a long
+// session.
+const maxParts = 4
 
-// readRows reads every events row of id in seq order; n is the expected
-// count (the stored event count), used only to split the work.
-func (b *Backend) readRows(ctx context.Context, id session.ID, n int64) ([]row, error) {
+// minPartRows is a variable so that tests can split short sessions.
+var minPartRows int64 = 20_000
+
+// readRange calls fn with every events row of id with lo <= seq < hi, in
+// seq order; text is nil for a value that is not text. A file database is read through a pooled [rawReader]; the
+// private in-memory database, which only the driver's one connection can
+// see, through the driver.
+func (b *Backend) readRange(ctx context.Context, id session.ID, lo, hi int64, fn func(seq int64, text []byte)) error {
+	if b.path == Memory {
+		return b.query(ctx, rangeQuery, []any{string(id), lo, hi}, 2, func(v []driver.Value) bool {
+			seq, _ := v[0].(int64)
+			text, _ := textOf(v[1])
+			fn(seq, text)
+			return true
+		})
+	}
+	r, err := b.reader()
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	if err := r.readRange(ctx, string(id), lo, hi, fn); err != nil {
+		r.close()
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	b.release(r)
+	return nil
+}
+
+// reader takes an idle raw reader from the pool, or opens one.
+func (b *Backend) reader() (*rawReader, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, store.ErrClosed
+	}
+	if n := len(b.readers); n > 0 {
+		r := b.readers[n-1]
+		b.readers = b.readers[:n-1]
+		b.mu.Unlock()
+		return r, nil
+	}
+	b.mu.Unlock()
+	return openRawReader(b.path)
+}
+
+// release returns r to the pool (keeping at most maxParts idle), or closes
+// it.
+func (b *Backend) release(r *rawReader) {
+	b.mu.Lock()
+	if !b.closed && len(b.readers) < maxParts {
+		b.readers = append(b.readers, r)
+		r = nil
+	}
+	b.mu.Unlock()
+	if r != nil {
+		r.close()
+	}
+}
+
+// readRows reads every events row of id in seq order into events (by
+// position); bad marks the rows whose text does not parse, which hold only
+// their seq. n is the stored event count: it sizes the result and splits
+// the work, and the rows found decide the length.
+func (b *Backend) readRows(ctx context.Context, id session.ID, n int64) (events []session.Event, bad []bool, err error) {
 	parts := int64(1)
 	if b.path != Memory {
 		parts = max(1, min(int64(runtime.GOMAXPROCS(0)), maxParts, n/minPartRows))
 	}
-	out := make([][]row, parts)
+	// Each part fills its own slots of the shared slices; rows past n
+	// (possible only in the last, open-ended part) go to extra.
+	events, bad = make([]session.Event, n), make([]bool, n)
+	filled := make([]int64, parts)
 	errs := make([]error, parts)
+	var extra []session.Event
+	var extraBad []bool
 	read := func(i int64) {
-		lo := n * i / parts
-		q := "SELECT event FROM events WHERE session_id = ? AND seq >= ?"
-		args := []any{string(id), lo}
-		if i < parts-1 {
-			q += " AND seq < ?"
-			args = append(args, n*(i+1)/parts)
+		lo, hi := n*i/parts, n*(i+1)/parts
+		end := hi
+		if i == parts-1 {
+			end = math.MaxInt64
 		}
-		rows := make([]row, 0, n/parts+1)
-		errs[i] = b.query(ctx, q+" ORDER BY seq", args, 1, func(v []driver.Value) bool {
-			rows = append(rows, decodeEvent(v[0], lo+int64(len(rows))))
-			return true
+		pos := lo
+		errs[i] = b.readRange(ctx, id, lo, end, func(seq int64, text []byte) {
+			e, ok := eventjson.Parse(text)
+			if !ok {
+				e = session.Event{Seq: seq}
+			}
+			if pos < hi {
+				events[pos], bad[pos] = e, !ok
+				pos++
+			} else {
+				extra, extraBad = append(extra, e), append(extraBad, !ok)
+			}
 		})
-		out[i] = rows
+		filled[i] = pos - lo
 	}
 	var wg sync.WaitGroup
 	for i := int64(1); i < parts; i++ {
@@ -399,20 +463,19 @@ func (b *Backend) readRows(ctx context.Context, id session.ID, n int64) ([]row, 
 	read(0)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if parts == 1 {
-		return out[0], nil
+	// A part that found fewer rows than its range (a hole in seq) leaves
+	// empty slots: close them up, so position order is row order.
+	w := filled[0]
+	for i := int64(1); i < parts; i++ {
+		if lo := n * i / parts; w != lo {
+			copy(events[w:], events[lo:lo+filled[i]])
+			copy(bad[w:], bad[lo:lo+filled[i]])
+		}
+		w += filled[i]
 	}
-	var total int
-	for _, p := range out {
-		total += len(p)
-	}
-	all := make([]row, 0, total)
-	for _, p := range out {
-		all = append(all, p...)
-	}
-	return all, nil
+	return append(events[:w], extra...), append(bad[:w], extraBad...), nil
 }
 
 func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error) {
@@ -431,54 +494,49 @@ func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error
 	if err := b.db.QueryRowContext(ctx, "SELECT event_count FROM sessions WHERE id = ?", string(id)).Scan(&n); err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	all, err := b.readRows(ctx, id, n)
+	all, bad, err := b.readRows(ctx, id, n)
 	if err != nil {
 		return nil, err
 	}
-	events, torn, err := scanRows(all)
+	keep, err := committed(all, bad)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: session %q: %w", id, err)
 	}
-	st.Events = events
-	if torn {
-		st.Torn = int64(len(events))
+	st.Events = all[:keep:keep]
+	if keep < len(all) {
+		st.Torn = int64(keep)
 	}
 	return st, nil
 }
 
-// scanRows applies the committed-region rule to rows ordered by seq: a bad
+// committed applies the committed-region rule to rows ordered by seq: a bad
 // row (unparsable, or seq not its index) at or before the last intact
-// turn/end is corruption; after it, it starts a torn tail and the intact
-// rows before it are kept. torn reports rows to delete from seq
-// len(events).
-func scanRows(rows []row) (events []session.Event, torn bool, err error) {
+// turn/end is corruption; after it, it starts a torn tail, and the intact
+// rows before it are kept. keep is how many rows are kept; rows from seq
+// keep on are to be deleted.
+func committed(events []session.Event, bad []bool) (keep int, err error) {
 	lastTurnEnd := -1
-	for i, r := range rows {
-		if r.ok && r.ev.Type == session.TypeTurnEnd {
+	for i := range events {
+		if !bad[i] && events[i].Type == session.TypeTurnEnd {
 			lastTurnEnd = i
 		}
 	}
-	keep := len(rows)
-	for i, r := range rows {
-		if r.ok && r.ev.Seq == int64(i) {
+	for i := range events {
+		e := &events[i]
+		if !bad[i] && e.Seq == int64(i) {
 			continue
 		}
-		if i <= lastTurnEnd {
-			if !r.ok {
-				return nil, false, &store.CorruptError{Seq: r.ev.Seq, Line: -1,
-					Detail: fmt.Sprintf("unparsable committed event at seq %d", r.ev.Seq)}
-			}
-			return nil, false, &store.CorruptError{Seq: r.ev.Seq, Line: -1,
-				Detail: fmt.Sprintf("seq gap in committed region (expected %d, got %d)", i, r.ev.Seq)}
+		if i > lastTurnEnd {
+			return i, nil
 		}
-		keep = i
-		break
+		if bad[i] {
+			return 0, &store.CorruptError{Seq: e.Seq, Line: -1,
+				Detail: fmt.Sprintf("unparsable committed event at seq %d", e.Seq)}
+		}
+		return 0, &store.CorruptError{Seq: e.Seq, Line: -1,
+			Detail: fmt.Sprintf("seq gap in committed region (expected %d, got %d)", i, e.Seq)}
 	}
-	events = make([]session.Event, keep)
-	for i := range keep {
-		events[i] = rows[i].ev
-	}
-	return events, keep < len(rows), nil
+	return len(events), nil
 }
 
 // LoadStored implements [store.Backend].
@@ -657,11 +715,14 @@ func (b *Backend) Tail(ctx context.Context, id session.ID, n int) (session.Heade
 	var out []session.Event // newest first
 	next := int64(-1)
 	err = b.query(ctx, "SELECT seq, event FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?", []any{string(id), int64(n + 16)}, 2, func(v []driver.Value) bool {
-		seq, _ := v[0].(int64)
-		r := decodeEvent(v[1], seq)
-		if r.ok && (next == -1 || r.ev.Seq == next) {
-			out = append(out, r.ev)
-			next = r.ev.Seq - 1
+		text, ok := textOf(v[1])
+		var e session.Event
+		if ok {
+			e, ok = eventjson.Parse(text)
+		}
+		if ok && (next == -1 || e.Seq == next) {
+			out = append(out, e)
+			next = e.Seq - 1
 		} else if len(out) > 0 {
 			return false // a hole before the run we have
 		}

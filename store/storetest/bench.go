@@ -135,13 +135,15 @@ func seedBig(b *testing.B, open OpenFunc, dir string, n int) session.ID {
 }
 
 // BenchLoad measures a full load (Coordinator.Load: read, parse, check,
-// compute closers) of one session of about n events.
+// compute closers) of one session of about n events: "warm" on one open
+// backend (as a long-lived process such as the ACP server reopens
+// sessions), "cold" opening the backend, loading and closing it in every
+// iteration (as `dsh --resume` does once per process).
 func BenchLoad(b *testing.B, open OpenFunc, n int) {
 	dir := b.TempDir()
 	id := seedBig(b, open, dir, n)
-	c := benchAttach(b, open, dir, false, nil)
 	ctx := context.Background()
-	loop(b, func() {
+	load := func(b *testing.B, c *store.Coordinator) {
 		_, evs, err := c.Load(ctx, id)
 		if err != nil {
 			b.Fatal(err)
@@ -149,8 +151,30 @@ func BenchLoad(b *testing.B, open OpenFunc, n int) {
 		if len(evs) < n {
 			b.Fatalf("loaded %d events", len(evs))
 		}
+	}
+	b.Run("warm", func(b *testing.B) {
+		c := benchAttach(b, open, dir, false, nil)
+		loop(b, func() { load(b, c) })
+		b.ReportMetric(float64(n), "events")
 	})
-	b.ReportMetric(float64(n), "events")
+	b.Run("cold", func(b *testing.B) {
+		loop(b, func() {
+			be, err := open(dir, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			scope := kernel.NewScope("bench")
+			c, err := store.Attach(scope, nil, be, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			load(b, c)
+			if err := scope.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.ReportMetric(float64(n), "events")
+	})
 }
 
 // BenchTail measures reading the last k events of a session of about n.
