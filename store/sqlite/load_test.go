@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/internal/eventjson"
@@ -28,28 +27,14 @@ func splitSmall(t *testing.T) {
 	t.Cleanup(func() { minPartRows = oldRows; runtime.GOMAXPROCS(oldProcs) })
 }
 
-// seedLog writes evs as session id through a coordinator and closes it.
+// seedLog stores evs as session id.
 func seedLog(t *testing.T, dir string, id session.ID, evs []session.Event) {
 	t.Helper()
-	ctx := context.Background()
 	b, err := Open(dbPath(dir), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	scope := kernel.NewScope("seed")
-	c, err := store.Attach(scope, nil, b, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, session.Header{ID: id, CreatedAt: storetest.BaseTime}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Append(ctx, id, evs); err != nil {
-		t.Fatal(err)
-	}
-	if err := scope.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Seed(t, b, session.Header{ID: id, CreatedAt: storetest.BaseTime}, evs)
 }
 
 func loadStored(t *testing.T, dir string, id session.ID) (*store.Stored, error) {

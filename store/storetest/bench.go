@@ -108,30 +108,37 @@ func BigLog(n int) []session.Event {
 
 func seedBig(b *testing.B, open OpenFunc, dir string, n int) session.ID {
 	b.Helper()
-	ctx := context.Background()
 	be, err := open(dir, true)
 	if err != nil {
 		b.Fatal(err)
 	}
+	id := session.ID("big")
+	Seed(b, be, session.Header{ID: id, CreatedAt: BaseTime, Cwd: "/big"}, BigLog(n))
+	return id
+}
+
+// Seed stores evs as a new session with header h through a coordinator over
+// be, in batches of at most 5,000 events, then closes the coordinator and
+// be.
+func Seed(tb testing.TB, be store.Backend, h session.Header, evs []session.Event) {
+	tb.Helper()
+	ctx := context.Background()
 	scope := kernel.NewScope("seed")
 	c, err := store.Attach(scope, nil, be, store.Options{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	id := session.ID("big")
-	if err := c.Create(ctx, session.Header{ID: id, CreatedAt: BaseTime, Cwd: "/big"}); err != nil {
-		b.Fatal(err)
+	if err := c.Create(ctx, h); err != nil {
+		tb.Fatal(err)
 	}
-	evs := BigLog(n)
 	for i := 0; i < len(evs); i += 5000 {
-		if err := c.Append(ctx, id, evs[i:min(i+5000, len(evs))]); err != nil {
-			b.Fatal(err)
+		if err := c.Append(ctx, h.ID, evs[i:min(i+5000, len(evs))]); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	if err := scope.Close(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return id
 }
 
 // BenchLoad measures a full load (Coordinator.Load: read, parse, check,
