@@ -159,31 +159,39 @@ func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (out tool.
 
 // ---- permission modes as session modes ----
 
-// modeControl is the permission mode of a workspace. The permission layer
-// keeps one mode per checker, and the server runs one checker per
-// workspace, so sessions of the same cwd share their mode; every change is
-// announced to each of them.
+// modeControl is the permission mode of each session. The server runs one
+// permission checker per workspace; each session pins its own copy of the
+// workspace's mode when it starts, so a client's set_mode on one session
+// leaves the workspace's other sessions alone (its subagents follow it).
 type modeControl interface {
-	Mode() string
-	SetMode(mode string) error
-	OnChange(fn func(to string)) (dispose func())
+	Mode(session string) string
+	SetMode(session, mode string) error
+	// Pin gives a session a mode of its own: the one it follows now.
+	Pin(session string)
+	// OnChange runs fn after any mode changed (a client's set_mode, or an
+	// approved plan leaving plan mode).
+	OnChange(fn func()) (dispose func())
 }
 
 type checkerModes struct{ c *permission.Checker }
 
-func (m checkerModes) Mode() string { return string(m.c.Mode()) }
+func (m checkerModes) Mode(session string) string { return string(m.c.SessionMode(session)) }
 
-func (m checkerModes) SetMode(s string) error {
+func (m checkerModes) SetMode(session, s string) error {
 	mode, err := permission.ParseMode(s)
 	if err != nil || s == "" {
 		return invalidParams("unknown mode %q", s)
 	}
-	return m.c.SetMode(mode)
+	return m.c.SetSessionMode(session, mode)
 }
 
-func (m checkerModes) OnChange(fn func(string)) func() {
-	return m.c.ModeChanged.Listen(func(_ context.Context, ch permission.ModeChange) error {
-		fn(string(ch.To))
+func (m checkerModes) Pin(session string) {
+	_ = m.c.SetSessionMode(session, m.c.SessionMode(session))
+}
+
+func (m checkerModes) OnChange(fn func()) func() {
+	return m.c.ModeChanged.Listen(func(context.Context, permission.ModeChange) error {
+		fn()
 		return nil
 	})
 }
@@ -223,7 +231,7 @@ func (r *sess) modeState() *sdk.SessionModeState {
 	if m == nil {
 		return nil
 	}
-	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(m.Mode())}
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(m.Mode(r.id))}
 	for _, mi := range modeInfo {
 		d := mi.desc
 		st.AvailableModes = append(st.AvailableModes, sdk.SessionMode{Id: sdk.SessionModeId(mi.id), Name: mi.name, Description: &d})
@@ -231,9 +239,9 @@ func (r *sess) modeState() *sdk.SessionModeState {
 	return st
 }
 
-// modeChanged tells every session of the workspace about a new mode
-// (a client's set_mode, or an approved plan leaving plan mode).
-func (s *Server) modeChanged(ws *workspace, to string) {
+// modeChanged tells each session of the workspace whose mode is no longer
+// the one it last announced.
+func (s *Server) modeChanged(ws *workspace) {
 	s.mu.Lock()
 	var recs []*sess
 	for _, r := range s.sessions {
@@ -244,7 +252,8 @@ func (s *Server) modeChanged(ws *workspace, to string) {
 	s.mu.Unlock()
 	for _, r := range recs {
 		r.mu.Lock()
-		if r.ready && !r.disposed {
+		if to := ws.modes.Mode(r.id); r.ready && !r.disposed && to != r.mode {
+			r.mode = to
 			r.notify(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeId: sdk.SessionModeId(to)}})
 			r.notify(sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: r.configOptionsLocked()}})
 		}
@@ -270,7 +279,7 @@ func (r *sess) setMode(id string) error {
 	}
 	for _, mi := range modeInfo {
 		if mi.id == id {
-			return m.SetMode(id)
+			return m.SetMode(r.id, id)
 		}
 	}
 	return invalidParams("unknown mode %q (want one of default, acceptEdits, plan, bypassPermissions)", id)
@@ -352,7 +361,7 @@ func (r *sess) configOptionsLocked() []sdk.SessionConfigOption {
 		cat := sdk.SessionConfigOptionCategoryMode
 		out = append(out, sdk.SessionConfigOption{Select: &sdk.SessionConfigOptionSelect{
 			Id: "mode", Name: "Mode", Category: &cat, Type: "select",
-			CurrentValue: sdk.SessionConfigValueId(m.Mode()), Options: sdk.SessionConfigSelectOptions{Ungrouped: &vals},
+			CurrentValue: sdk.SessionConfigValueId(m.Mode(r.id)), Options: sdk.SessionConfigSelectOptions{Ungrouped: &vals},
 		}})
 	}
 	cur := r.model

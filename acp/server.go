@@ -396,7 +396,7 @@ func (s *Server) buildWorkspace(ctx context.Context, key, cwd string, dirs []str
 		add(h.Tools.Wrap.Use(s.wrapTool, kernel.Named("acp")))
 		add(h.Agents.Hub.Request.Use(s.overrideModel, kernel.Named("acp")))
 		if modes != nil {
-			add(modes.OnChange(func(to string) { s.modeChanged(ws, to) }))
+			add(modes.OnChange(func() { s.modeChanged(ws) }))
 		}
 		return nil
 	})

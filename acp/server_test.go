@@ -722,3 +722,47 @@ func TestPlanFromTodoWrite(t *testing.T) {
 		t.Fatalf("asked: %+v", h.client.permReqs)
 	}
 }
+
+// TestModesArePerSession: two sessions of one workspace share a permission
+// checker, but set_mode on one changes only that session's mode, its
+// updates and its calls.
+func TestModesArePerSession(t *testing.T) {
+	model := acptest.New(writeCall("w1", "a.txt", "A"), acptest.Text("done"), writeCall("w2", "b.txt", "B"), acptest.Text("done"))
+	defer model.Close()
+	h := newHarness(t, model)
+	defer h.close()
+	h.initialize(sdk.ClientCapabilities{})
+	a, b := h.newSession(), h.newSession()
+	if _, err := h.conn.SetSessionMode(h.ctx(), sdk.SetSessionModeRequest{SessionId: a, ModeId: "acceptEdits"}); err != nil {
+		t.Fatal(err)
+	}
+	h.client.waitFor(t, a, func(u sdk.SessionUpdate) bool {
+		return u.CurrentModeUpdate != nil && u.CurrentModeUpdate.CurrentModeId == "acceptEdits"
+	})
+	h.mustPrompt(a, "write a", sdk.StopReasonEndTurn)
+	if len(h.client.permReqs) != 0 {
+		t.Fatalf("asked in acceptEdits: %+v", h.client.permReqs)
+	}
+	h.mustPrompt(b, "write b", sdk.StopReasonEndTurn)
+	if len(h.client.permReqs) != 1 || h.client.permReqs[0].SessionId != b {
+		t.Fatalf("the default-mode session's write: permission requests %+v, want one for %s", h.client.permReqs, b)
+	}
+	for _, u := range h.client.updatesOf(b) {
+		if u.CurrentModeUpdate != nil || u.ConfigOptionUpdate != nil {
+			t.Fatalf("session %s was told of another session's mode: %s", b, describe([]sdk.SessionUpdate{u}))
+		}
+	}
+	// A session loaded later starts from the workspace's mode, not a's.
+	r, err := h.conn.NewSession(h.ctx(), sdk.NewSessionRequest{Cwd: h.dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Modes == nil || r.Modes.CurrentModeId != "default" {
+		t.Fatalf("a new session's modes: %+v", r.Modes)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(h.dir, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}

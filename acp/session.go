@@ -44,6 +44,7 @@ type sess struct {
 	from   int64 // live events before this seq were replayed (or predate the session)
 	prompt *promptSlot
 	model  string // the client's model choice ("" = the workspace default)
+	mode   string // the permission mode last announced to the client
 	// Permission answers that hold for the rest of the session.
 	allowCalls  map[string]bool // exact calls (tool name + arguments)
 	rejectTools map[string]bool
@@ -267,6 +268,10 @@ func (r *sess) attach(h *agent.Handle, replay bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.handle, r.ag = h, h.Agent
+	if m := r.ws.modes; m != nil {
+		m.Pin(r.id)
+		r.mode = m.Mode(r.id)
+	}
 	r.tr.cwd = r.cwd()
 	events := h.Agent.Session().Events()
 	if replay {

@@ -132,3 +132,20 @@ const (
 	StartClear   SessionStartSource = "clear"
 	StartCompact SessionStartSource = "compact"
 )
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying a, the agent on whose behalf work under
+// it runs. The loop puts each agent into the context of everything it does
+// for that agent (prompt assembly, interception points, tool calls), so a
+// plugin reached only through a context, such as a dynamic prompt section,
+// can still tell which agent and session it serves.
+func NewContext(ctx context.Context, a Agent) context.Context {
+	return context.WithValue(ctx, ctxKey{}, a)
+}
+
+// FromContext returns the agent NewContext put into ctx.
+func FromContext(ctx context.Context) (Agent, bool) {
+	a, ok := ctx.Value(ctxKey{}).(Agent)
+	return a, ok && a != nil
+}

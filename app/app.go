@@ -362,6 +362,15 @@ func (a *App) Close(ctx context.Context) error { return a.Host.Close(ctx) }
 // installHooks runs Claude Code and Codex hook files (and dsh's own
 // settings "hooks") on the agent points. Configuration is read per working
 // directory, so ACP sessions in different projects get their own hooks.
+// hookMode is the permission_mode hook payloads carry: the session's mode
+// (Claude Code's names are dsh's), "default" without a permission layer.
+func (a *App) hookMode(id session.ID) string {
+	if a.Permission == nil {
+		return string(permission.ModeDefault)
+	}
+	return string(a.Permission.SessionMode(string(id)))
+}
+
 func (a *App) installHooks() error {
 	h, o := a.Host, a.opts
 	trusted := o.TrustProject
@@ -396,7 +405,7 @@ func (a *App) installHooks() error {
 		}
 		b := hooks.New(hooks.Options{
 			Dialect: dialect, Config: load, Runner: hooks.Runner{Exec: a.exec}, Trusted: trusted, Logger: o.Logger,
-			Model: a.Model,
+			Model: a.Model, Mode: a.hookMode,
 		}, h.Agents)
 		if err := b.Install(h.Scope, h.Tools, h.Sessions, a.Compactor); err != nil {
 			return err

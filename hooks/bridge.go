@@ -66,8 +66,9 @@ type Options struct {
 	Runner Runner
 	// Trusted reports whether project hooks of cwd may run.
 	Trusted func(cwd string) bool
-	// Mode returns the permission mode for payloads ("default" if nil).
-	Mode func() string
+	// Mode returns the permission mode of a session for payloads
+	// ("default" if nil).
+	Mode func(id session.ID) string
 	// TranscriptPath returns the session log path for payloads.
 	TranscriptPath func(id session.ID) string
 	// Model is stamped on Codex payloads.
@@ -248,15 +249,15 @@ func summary(o Output) string {
 }
 
 func (b *Bridge) payload(c call, cwd string) []byte {
-	mode := "default"
-	if b.o.Mode != nil {
-		mode = b.o.Mode()
-	}
 	var sid session.ID
 	turn := 0
 	if c.a != nil {
 		sid = c.a.Session().ID()
 		turn = c.a.Session().Turns().Last
+	}
+	mode := "default"
+	if b.o.Mode != nil {
+		mode = b.o.Mode(sid)
 	}
 	m := map[string]any{"session_id": string(sid), "cwd": cwd, "hook_event_name": c.event, "permission_mode": mode}
 	if b.o.TranscriptPath != nil && sid != "" {

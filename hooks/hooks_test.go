@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,6 +45,9 @@ func testdata(t *testing.T, name string) string {
 	return p
 }
 
+// rigMode, when set, is the permission mode source of the rigs built.
+var rigMode func(session.ID) string
+
 // newRig builds a host with the real bash tool, a scripted model and a
 // Claude (or Codex) bridge reading a project settings file with cfg.
 func newRig(t *testing.T, dialect, cfg string, approver tool.Approver, entries ...scripted.Entry) *rig {
@@ -76,7 +81,7 @@ func newRig(t *testing.T, dialect, cfg string, approver tool.Approver, entries .
 	_, proj := hooks.Files(dialect, "", dir)
 	conf := hooks.Load(dialect, nil, proj)
 	b := hooks.New(hooks.Options{Dialect: dialect, Config: func(string) *hooks.Config { return &conf },
-		Runner: hooks.Runner{Exec: exec}, Trusted: func(string) bool { return true }}, h.Agents)
+		Runner: hooks.Runner{Exec: exec}, Trusted: func(string) bool { return true }, Mode: rigMode}, h.Agents)
 	if err := b.Install(h.Scope, h.Tools, h.Sessions, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +275,17 @@ func TestPostToolUseFeedbackKeepsOutput(t *testing.T) {
 }
 
 func TestPayloadsAndEvents(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		modeAsked []session.ID
+	)
+	rigMode = func(id session.ID) string {
+		mu.Lock()
+		defer mu.Unlock()
+		modeAsked = append(modeAsked, id)
+		return "plan"
+	}
+	defer func() { rigMode = nil }()
 	logf := filepath.Join(t.TempDir(), "calls.log")
 	t.Setenv("HOOK_LOG", logf)
 	rec := testdata(t, "record.sh")
@@ -299,7 +315,7 @@ func TestPayloadsAndEvents(t *testing.T) {
 	seen := map[string]map[string]any{}
 	for _, e := range events {
 		seen[e["hook_event_name"].(string)] = e
-		if e["session_id"] == "" || e["cwd"] != r.dir {
+		if e["session_id"] == "" || e["cwd"] != r.dir || e["permission_mode"] != "plan" {
 			t.Fatalf("base fields %v", e)
 		}
 	}
@@ -316,6 +332,12 @@ func TestPayloadsAndEvents(t *testing.T) {
 	}
 	if p := seen["Stop"]; p["stop_hook_active"] != false {
 		t.Errorf("stop payload %v", p)
+	}
+	// The mode asked for is the session's own.
+	mu.Lock()
+	defer mu.Unlock()
+	if sid := r.agent.Session().ID(); len(modeAsked) == 0 || slices.ContainsFunc(modeAsked, func(id session.ID) bool { return id != sid }) {
+		t.Errorf("permission mode asked for sessions %v, want only %s", modeAsked, sid)
 	}
 }
 

@@ -49,22 +49,21 @@ type loopAgent struct {
 var errDisposedCause = errors.New("disposed")
 
 func newAgent(l *Loop, id agent.ID, opts agent.Options, s *session.Session) *loopAgent {
-	ctx, cancel := context.WithCancelCause(context.Background())
 	pb := l.d.Prompt.Child()
 	if cwd := s.Cwd(); cwd != "" {
 		pb.Section(prompt.AgentsMD(cwd, 900))
 	}
-	return &loopAgent{
+	a := &loopAgent{
 		prompt: pb,
 		l:      l, id: id, opts: opts, sess: s,
 		scope:      kernel.NewScope("agent " + string(id)),
-		ctx:        ctx,
-		cancel:     cancel,
 		status:     agent.Idle,
 		wake:       make(chan struct{}, 1),
 		disposedCh: make(chan struct{}),
 		done:       make(chan struct{}),
 	}
+	a.ctx, a.cancel = context.WithCancelCause(agent.NewContext(context.Background(), a))
+	return a
 }
 
 func (a *loopAgent) ID() agent.ID              { return a.id }

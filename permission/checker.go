@@ -48,8 +48,7 @@ type Checker struct {
 	roots []string
 
 	mu       sync.RWMutex
-	mode     Mode
-	prePlan  Mode
+	modes    modeSlot // the checker's mode: every session's unless it has its own
 	global   *ruleSet
 	sessions map[string]*sessionState
 	warnings []string
@@ -86,6 +85,36 @@ type sessionState struct {
 	parent  string
 	rules   *ruleSet
 	pending []RuleEvent // to record at the session's next step
+	// modes is the session's own mode; unset (mode "") it follows its
+	// parent's, and a session without a parent follows the checker's.
+	modes modeSlot
+}
+
+// modeSlot is a mode and the mode to return to when a plan made in it is
+// approved.
+type modeSlot struct {
+	mode    Mode
+	prePlan Mode
+}
+
+// set switches the slot to m, remembering the mode plan mode was entered
+// from (from is the mode in force before, which may have been inherited).
+func (s *modeSlot) set(m, from Mode) {
+	if m == ModePlan && from != ModePlan {
+		s.prePlan = from
+	}
+	s.mode = m
+}
+
+// leavePlan switches a slot in plan mode back to the mode the plan was
+// entered from.
+func (s *modeSlot) leavePlan() Mode {
+	to := s.prePlan
+	if to == "" || to == ModePlan {
+		to = ModeDefault
+	}
+	s.mode = to
+	return to
 }
 
 // New parses every rule up front, so a bad rule stops dsh at startup with
@@ -111,7 +140,7 @@ func New(cfg Config) (*Checker, error) {
 		c.warnings = append(c.warnings, fmt.Sprintf("permission: ignoring defaultMode bypassPermissions from the %s settings: only you can choose it (--permission-mode or your user settings); using default mode", cfg.ModeSource))
 		mode = ModeDefault
 	}
-	c.mode = mode
+	c.modes.mode = mode
 	if c.home == "" {
 		c.home, _ = os.UserHomeDir()
 	}
@@ -150,35 +179,89 @@ func (c *Checker) Warnings() []string {
 	return slices.Clone(c.warnings)
 }
 
-// Mode returns the current mode.
+// Mode returns the checker's mode: the mode of every session that has not
+// chosen its own (see [Checker.SessionMode]).
 func (c *Checker) Mode() Mode {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.mode
+	return c.modes.mode
 }
 
-// SetMode switches the mode at the user's request (shift+tab, /mode, ACP
-// session/set_mode). Entering plan mode remembers the mode to return to
-// when the plan is approved.
+// SetMode switches the checker's mode at the user's request (shift+tab,
+// /permissions mode in the terminal, which runs one session at a time).
+// Sessions with a mode of their own keep it. Entering plan mode remembers
+// the mode to return to when the plan is approved.
 func (c *Checker) SetMode(m Mode) error {
-	if _, err := ParseMode(string(m)); err != nil || m == "" {
-		return fmt.Errorf("permission: unknown mode %q", m)
+	if err := checkMode(m); err != nil {
+		return err
 	}
-	c.switchMode(m, "user")
+	c.mu.Lock()
+	from := c.modes.mode
+	c.modes.set(m, from)
+	c.mu.Unlock()
+	c.modeChanged(ModeChange{From: from, To: m, By: "user"})
 	return nil
 }
 
-func (c *Checker) switchMode(m Mode, by string) {
+// SessionMode returns the mode in force for a session's calls: its own,
+// else its nearest ancestor's (a subagent follows the agent that started
+// it), else the checker's.
+func (c *Checker) SessionMode(sessionID string) Mode {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.sessionModeLocked(sessionID)
+}
+
+// SetSessionMode gives one session a mode of its own (ACP session/set_mode:
+// an editor's sessions of one workspace each have their own), leaving the
+// checker's and other sessions' modes alone. Its subagents follow it.
+func (c *Checker) SetSessionMode(sessionID string, m Mode) error {
+	if err := checkMode(m); err != nil {
+		return err
+	}
 	c.mu.Lock()
-	from := c.mode
-	if m == ModePlan && from != ModePlan {
-		c.prePlan = from
-	}
-	c.mode = m
+	from := c.sessionModeLocked(sessionID)
+	c.sessionLocked(sessionID).modes.set(m, from)
 	c.mu.Unlock()
-	if from != m {
-		_ = c.ModeChanged.EmitAll(context.Background(), ModeChange{From: from, To: m, By: by})
+	c.modeChanged(ModeChange{Session: sessionID, From: from, To: m, By: "user"})
+	return nil
+}
+
+func checkMode(m Mode) error {
+	if _, err := ParseMode(string(m)); err != nil || m == "" {
+		return fmt.Errorf("permission: unknown mode %q", m)
 	}
+	return nil
+}
+
+func (c *Checker) modeChanged(ch ModeChange) {
+	if ch.From != ch.To {
+		_ = c.ModeChanged.EmitAll(context.Background(), ch)
+	}
+}
+
+// modeOwnerLocked returns the slot that decides a session's mode, and the
+// session it belongs to ("" and the checker's slot when no session in the
+// chain has a mode of its own).
+func (c *Checker) modeOwnerLocked(sessionID string) (string, *modeSlot) {
+	seen := map[string]bool{}
+	for id := sessionID; id != "" && !seen[id] && len(seen) < 8; {
+		seen[id] = true
+		s, ok := c.sessions[id]
+		if !ok {
+			break
+		}
+		if s.modes.mode != "" {
+			return id, &s.modes
+		}
+		id = s.parent
+	}
+	return "", &c.modes
+}
+
+func (c *Checker) sessionModeLocked(sessionID string) Mode {
+	_, slot := c.modeOwnerLocked(sessionID)
+	return slot.mode
 }
 
 // Rules returns the effective rules for a session ("" for none): the
@@ -260,9 +343,10 @@ func (c *Checker) sessionChainLocked(id string) []*sessionState {
 func (c *Checker) rulesFor(sessionID string) (Mode, [3][]*rule) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	mode := c.sessionModeLocked(sessionID)
 	chain := c.sessionChainLocked(sessionID)
 	if len(chain) == 0 {
-		return c.mode, c.global.by
+		return mode, c.global.by
 	}
 	var by [3][]*rule
 	for i := range by {
@@ -271,7 +355,7 @@ func (c *Checker) rulesFor(sessionID string) (Mode, [3][]*rule) {
 			by[i] = append(by[i], s.rules.by[i]...)
 		}
 	}
-	return c.mode, by
+	return mode, by
 }
 
 // Decision is the permission layer's verdict on one call, with the rule

@@ -3,6 +3,8 @@ package permission_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +127,121 @@ func TestAgentLoop(t *testing.T) {
 	}
 	if err := hd.Dispose(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSessionModesAreIndependent runs two agents on one checker, as the ACP
+// server does for two sessions of one workspace: plan mode set on one
+// session reaches that session's prompt and calls only, a subagent's
+// session follows its parent's mode, and approving the plan ends plan mode
+// for that session alone.
+func TestSessionModesAreIndependent(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	h, err := core.New(core.Options{Invariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	write := map[string]string{"path": "a.txt"}
+	plan := map[string]string{"plan": "1. write a.txt"}
+	models := map[string]*scripted.Adapter{
+		"plain":   scripted.New(scripted.Call("w1", "write", write, ""), scripted.Text("wrote")),
+		"planner": scripted.New(scripted.Call("w2", "write", write, ""), scripted.Call("p1", permission.ExitPlanTool, plan, ""), scripted.Text("planned")),
+	}
+	for name, m := range models {
+		if _, err := h.LLM.RegisterModels([]string{name}, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := 0
+	wr := tool.Func(tool.Info{Name: "write", Kind: tool.KindEdit}, func(context.Context, tool.Call, map[string]any) (tool.Result, error) {
+		writes++
+		return tool.TextResult("ok"), nil
+	})
+	if err := h.Tools.RegisterAll(h.Scope, wr); err != nil {
+		t.Fatal(err)
+	}
+	c, err := permission.New(permission.Config{Cwd: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Use(ctx, "permission", c.Plugin()); err != nil {
+		t.Fatal(err)
+	}
+	var changes []permission.ModeChange
+	c.ModeChanged.Listen(func(_ context.Context, ch permission.ModeChange) error { changes = append(changes, ch); return nil })
+	var asked []string
+	ap := tool.ApproverFunc(func(_ context.Context, r tool.ApprovalRequest) (tool.Approval, error) {
+		asked = append(asked, r.Call.Name)
+		return tool.Approval{Allow: true, By: "user"}, nil
+	})
+	start := func(id, model string, parent session.ID) agent.Agent {
+		t.Helper()
+		hd, err := h.Agents.Create(ctx, agent.CreateOptions{AgentID: agent.ID(id), SessionID: session.ID(id),
+			Header: session.Header{Cwd: root, ParentSession: parent}, Options: agent.Options{Model: model, Approver: ap}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hd.Dispose(ctx) })
+		return hd.Agent
+	}
+	run := func(a agent.Agent) {
+		t.Helper()
+		if err := a.Send(ctx, []llm.Block{llm.Text("go")}, llm.Source{}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := a.WhenIdle(wctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, planner := start("plain", "plain", ""), start("planner", "planner", "")
+	child := start("child", "plain", "planner")
+	if err := c.SetSessionMode("planner", permission.ModePlan); err != nil {
+		t.Fatal(err)
+	}
+	if got := []permission.Mode{c.Mode(), c.SessionMode("plain"), c.SessionMode("planner"), c.SessionMode("child")}; !slices.Equal(got,
+		[]permission.Mode{permission.ModeDefault, permission.ModeDefault, permission.ModePlan, permission.ModePlan}) {
+		t.Fatalf("checker, plain, planner, child modes = %v", got)
+	}
+	host, ok := child.(tool.Host)
+	if !ok {
+		t.Fatalf("%T is not a tool host", child)
+	}
+	writeCall := tool.Call{ID: "x", Name: "write", Args: json.RawMessage(`{"path":"a.txt"}`), Host: host}
+	if d := c.Decide(ctx, writeCall, ""); d.Behavior != permission.Deny || d.Mode != permission.ModePlan {
+		t.Fatalf("a write in the planning session's subagent: %+v, want denied by plan mode", d)
+	}
+
+	run(plain) // default mode: the write asks, and runs once allowed
+	if !slices.Equal(asked, []string{"write"}) || writes != 1 {
+		t.Fatalf("plain session: asked %v, %d writes", asked, writes)
+	}
+	if sys := models["plain"].Requests()[0].System; strings.Contains(sys, "Plan mode is active") {
+		t.Errorf("the plan-mode prompt reached a session in default mode")
+	}
+	asked = nil
+	run(planner) // plan mode: the write is refused without asking; the plan is asked about
+	if !slices.Equal(asked, []string{permission.ExitPlanTool}) || writes != 1 {
+		t.Fatalf("planning session: asked %v, %d writes", asked, writes)
+	}
+	if sys := models["planner"].Requests()[0].System; !strings.Contains(sys, "Plan mode is active") {
+		t.Errorf("the planning session's prompt lacks the plan-mode section")
+	}
+	if got := []permission.Mode{c.SessionMode("plain"), c.SessionMode("planner"), c.SessionMode("child")}; !slices.Equal(got,
+		[]permission.Mode{permission.ModeDefault, permission.ModeDefault, permission.ModeDefault}) {
+		t.Fatalf("after the plan: plain, planner, child modes = %v", got)
+	}
+	want := []permission.ModeChange{
+		{Session: "planner", From: permission.ModeDefault, To: permission.ModePlan, By: "user"},
+		{Session: "planner", From: permission.ModePlan, To: permission.ModeDefault, By: permission.ExitPlanTool},
+	}
+	if !slices.Equal(changes, want) {
+		t.Errorf("mode changes %+v, want %+v", changes, want)
+	}
+	if d := c.Decide(ctx, writeCall, ""); d.Behavior != permission.Ask {
+		t.Fatalf("a write in the subagent after the plan: %+v, want ask", d)
 	}
 }

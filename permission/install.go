@@ -183,8 +183,13 @@ Plan mode is active: the user wants a plan before anything changes.
 - Read files, search, and run read-only commands to understand the task.
 - When the plan is ready, call ` + ExitPlanTool + ` with the plan as markdown. The user approves it to leave plan mode, or says what to change; keep planning until it is approved.`
 
-func (c *Checker) planPrompt(context.Context) string {
-	if c.Mode() == ModePlan {
+// planPrompt shows in the prompt of agents whose session is in plan mode.
+func (c *Checker) planPrompt(ctx context.Context) string {
+	id := ""
+	if a, ok := agent.FromContext(ctx); ok {
+		id = string(a.Session().ID())
+	}
+	if c.SessionMode(id) == ModePlan {
 		return planPromptText
 	}
 	return ""
@@ -211,15 +216,18 @@ func (t *exitPlanTool) Info() tool.Info {
 // Run leaves plan mode: it only runs once the user approved the plan.
 func (t *exitPlanTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	c := t.c
+	id := ""
+	if call.Host != nil {
+		id = call.Host.SessionID()
+	}
+	// Plan mode ends where it was set: the session's own mode, an
+	// ancestor's (a subagent planning for its parent), or the checker's.
 	c.mu.Lock()
-	from := c.mode
+	owner, slot := c.modeOwnerLocked(id)
+	from := slot.mode
 	to := from
 	if from == ModePlan {
-		to = c.prePlan
-		if to == "" || to == ModePlan {
-			to = ModeDefault
-		}
-		c.mode = to
+		to = slot.leavePlan()
 	}
 	c.mu.Unlock()
 	if from != ModePlan {
@@ -227,7 +235,7 @@ func (t *exitPlanTool) Run(ctx context.Context, call tool.Call) (tool.Result, er
 		// question was open; that choice stands.
 		return tool.TextResult(fmt.Sprintf("The user approved the plan. The permission mode is %s: go ahead and implement it.", to)), nil
 	}
-	_ = c.ModeChanged.EmitAll(ctx, ModeChange{From: from, To: to, By: ExitPlanTool})
+	_ = c.ModeChanged.EmitAll(ctx, ModeChange{Session: owner, From: from, To: to, By: ExitPlanTool})
 	if call.Host != nil {
 		_ = call.Host.Append(ctx, EventMode, ModeEvent{Mode: to, Previous: from, By: ExitPlanTool})
 	}

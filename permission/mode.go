@@ -67,7 +67,11 @@ func userChosen(layer string) bool {
 
 // ModeChange notifies a mode switch (SetMode or an approved plan).
 type ModeChange struct {
+	// Session is the session whose own mode changed; "" for the checker's
+	// mode, which every session without one of its own follows.
+	Session  string
 	From, To Mode
-	// By says who switched: "user" (SetMode) or "exit_plan_mode".
+	// By says who switched: "user" (SetMode, SetSessionMode) or
+	// "exit_plan_mode".
 	By string
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/hooks"
+	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 )
 
@@ -32,7 +33,14 @@ func TestRunClaudeHookFileApplies(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(userHome, ".claude", "settings.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := startUIWith(t, func(o *app.Options) { o.UserHome = userHome }, nil)
+	h := startUIWith(t, func(o *app.Options) {
+		o.UserHome = userHome
+		c, err := permission.New(permission.Config{Cwd: o.Cwd, Home: userHome, Mode: permission.ModeBypass, ModeSource: permission.LayerCLI})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Permission = c
+	}, nil)
 	h.send("hello hook\r")
 	h.wait("› hello hook", "That was the whole loop", "✻ ")
 
@@ -42,7 +50,8 @@ func TestRunClaudeHookFileApplies(t *testing.T) {
 		t.Fatalf("the hook did not run: %v", err)
 	}
 	var in map[string]any
-	if err := json.Unmarshal(got, &in); err != nil || in["prompt"] != "hello hook" || in["hook_event_name"] != "UserPromptSubmit" {
+	if err := json.Unmarshal(got, &in); err != nil || in["prompt"] != "hello hook" || in["hook_event_name"] != "UserPromptSubmit" ||
+		in["permission_mode"] != "bypassPermissions" {
 		t.Fatalf("hook input %s (%v)", got, err)
 	}
 	// The log records the run and its outcome.
