@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +23,7 @@ import (
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
-	"github.com/dshq/dsh/store/jsonl"
+	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -33,7 +32,8 @@ const ProtocolVersion = sdk.ProtocolVersionNumber
 
 // Options configure a server.
 type Options struct {
-	// Home is $DSH_HOME: sessions live in Home/sessions.
+	// Home is $DSH_HOME: sessions live under it, in the store the user
+	// settings name (Home/sessions for JSONL, Home/sessions.db for SQLite).
 	Home string
 	// Env reads the environment (nil: os.Getenv).
 	Env func(string) string
@@ -470,7 +470,14 @@ func (s *Server) store() (*store.Coordinator, error) {
 	if s.catalog != nil {
 		return s.catalog, nil
 	}
-	b, err := jsonl.Open(filepath.Join(s.o.Home, "sessions"), jsonl.Options{NoSync: s.o.NoSync})
+	// The store is the user's choice (user settings, --settings), the same
+	// for every workspace: their apps open the same one.
+	_, sources, err := s.loadSettings("")
+	if err != nil {
+		return nil, internalError("opening the session store: %v", err)
+	}
+	name, _ := settings.SessionStore(sources)
+	b, err := backends.Open(s.o.Home, name, s.o.NoSync)
 	if err != nil {
 		return nil, internalError("opening the session store: %v", err)
 	}

@@ -766,3 +766,35 @@ func TestModesArePerSession(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLiteStore: with "sessionStore": "sqlite" in the user's settings,
+// sessions started in the editor live in $DSH_HOME/sessions.db, and a new
+// server lists and loads them from there.
+func TestSQLiteStore(t *testing.T) {
+	model := acptest.New(acptest.Text("noted"))
+	defer model.Close()
+	h := newHarness(t, model)
+	defer h.close()
+	if err := os.WriteFile(filepath.Join(h.home, "settings.json"), []byte(`{"sessionStore":"sqlite"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.initialize(sdk.ClientCapabilities{})
+	id := h.newSession()
+	h.mustPrompt(id, "remember kumquat", sdk.StopReasonEndTurn)
+	h.restart()
+	h.initialize(sdk.ClientCapabilities{})
+	if _, err := os.Stat(filepath.Join(h.home, "sessions.db")); err != nil {
+		t.Fatalf("no SQLite store: %v", err)
+	}
+	ls, err := h.conn.ListSessions(h.ctx(), sdk.ListSessionsRequest{Cwd: &h.dir})
+	if err != nil || len(ls.Sessions) != 1 || ls.Sessions[0].SessionId != id {
+		t.Fatalf("list: %+v %v", ls.Sessions, err)
+	}
+	if _, err := h.conn.LoadSession(h.ctx(), sdk.LoadSessionRequest{SessionId: id, Cwd: h.dir, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	replay := h.client.updatesOf(id)
+	if len(replay) == 0 || replay[0].UserMessageChunk == nil || text(replay[0]) != "remember kumquat" {
+		t.Fatalf("replay starts with %s", describe(replay))
+	}
+}

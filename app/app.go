@@ -35,7 +35,7 @@ import (
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
-	"github.com/dshq/dsh/store/jsonl"
+	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/bashtool"
@@ -135,7 +135,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, err
 	}
 	// Sessions.
-	backend, err := jsonl.Open(filepath.Join(o.Home, "sessions"), jsonl.Options{NoSync: o.NoSync})
+	storeName, warnings := settings.SessionStore(o.Sources)
+	for _, w := range warnings {
+		o.Logger.Warn(w)
+	}
+	backend, err := backends.Open(o.Home, storeName, o.NoSync)
 	if err != nil {
 		return fail(fmt.Errorf("app: opening the session store: %w", err))
 	}

@@ -398,3 +398,73 @@ func TestEnabledPlugins(t *testing.T) {
 		t.Fatalf("tools with plugins off %s", off)
 	}
 }
+
+// TestHeadlessSQLiteStore: "sessionStore": "sqlite" in the user's settings
+// puts sessions in $DSH_HOME/sessions.db for every front door (headless
+// runs, --continue, `dsh sessions`); the same key in a project's settings
+// is ignored, since a repository must not move the user's sessions.
+func TestHeadlessSQLiteStore(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(`{"sessionStore": "sqlite"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ds := &deepseek{replies: []string{textReply("first answer"), textReply("second answer")}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--output-format", "json", "remember the word kumquat")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := res["session_id"].(string)
+	if _, err := os.Stat(filepath.Join(home, "sessions.db")); err != nil || id == "" {
+		t.Fatalf("no SQLite store after a run (session %q): %v", id, err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
+	if len(logs) != 0 {
+		t.Fatalf("JSONL logs written with the SQLite store chosen: %v", logs)
+	}
+	c := dsh(t, dir, home, srv.URL, "what was the word?", "-p", "-c", "--model", "deepseek/deepseek-chat", "--output-format", "json")
+	if err := json.Unmarshal([]byte(c.stdout), &res); err != nil || c.code != 0 || res["session_id"] != id {
+		t.Fatalf("continue: %+v", c)
+	}
+	ds.mu.Lock()
+	hist, _ := json.Marshal(ds.requests[len(ds.requests)-1]["messages"])
+	ds.mu.Unlock()
+	if !strings.Contains(string(hist), "kumquat") {
+		t.Fatalf("the continued session lost its history: %s", hist)
+	}
+	ls := dsh(t, dir, home, srv.URL, "", "sessions", "--json")
+	if ls.code != 0 || !strings.Contains(ls.stdout, id) || !strings.Contains(ls.stdout, "remember the word kumquat") {
+		t.Fatalf("sessions: %+v", ls)
+	}
+	show := dsh(t, dir, home, srv.URL, "", "sessions", "show", id)
+	if !strings.Contains(show.stdout, "what was the word?") || !strings.Contains(show.stdout, "second answer") {
+		t.Fatalf("show: %s", show.stdout)
+	}
+
+	// A project asking for SQLite does not get it.
+	proj, home2 := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proj, ".dsh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, ".dsh", "settings.json"), []byte(`{"sessionStore": "sqlite"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ds.mu.Lock()
+	ds.replies = []string{textReply("project answer")}
+	ds.mu.Unlock()
+	p := dsh(t, proj, home2, srv.URL, "", "-p", "--trust", "--model", "deepseek/deepseek-chat", "hi")
+	if p.code != 0 {
+		t.Fatalf("project run: %+v", p)
+	}
+	if _, err := os.Stat(filepath.Join(home2, "sessions.db")); err == nil {
+		t.Fatal("a project's settings moved the user's sessions to SQLite")
+	}
+	if logs, _ := filepath.Glob(filepath.Join(home2, "sessions", "*", "*.jsonl")); len(logs) != 1 {
+		t.Fatalf("JSONL logs %v, want the one session", logs)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,18 +14,24 @@ import (
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
-	"github.com/dshq/dsh/store/jsonl"
+	"github.com/dshq/dsh/store/backends"
 )
 
 // openStore opens the session store alone: listing and reading sessions
-// needs no model, tools or settings.
-func openStore(stdio IO) (*store.Coordinator, func(), error) {
+// needs no model or tools, only the user's choice of store.
+func openStore(stdio IO, settingsFile string) (*store.Coordinator, func(), error) {
 	h, err := home(stdio.Env)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	b, err := jsonl.Open(filepath.Join(h, "sessions"), jsonl.Options{})
+	_, sources, err := settings.Load(settings.Paths{Home: h, Flag: settingsFile})
+	if err != nil {
+		return nil, nil, err
+	}
+	name, _ := settings.SessionStore(sources)
+	b, err := backends.Open(h, name, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,12 +47,13 @@ func openStore(stdio IO) (*store.Coordinator, func(), error) {
 func newSessionsCmd(stdio IO) *cobra.Command {
 	var here bool
 	var asJSON bool
+	var settingsFile string
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "list saved sessions (newest first)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, done, err := openStore(stdio)
+			c, done, err := openStore(stdio, settingsFile)
 			if err != nil {
 				return err
 			}
@@ -79,13 +85,14 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&here, "here", false, "only sessions of the current directory")
+	cmd.PersistentFlags().StringVar(&settingsFile, "settings", "", "an extra settings file (its sessionStore picks the store to read)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
 		Short: "print a readable transcript of a session",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := openStore(stdio)
+			c, done, err := openStore(stdio, settingsFile)
 			if err != nil {
 				return err
 			}
@@ -103,7 +110,7 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 		Short: "write the raw session log (JSONL: header line, then one event per line)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := openStore(stdio)
+			c, done, err := openStore(stdio, settingsFile)
 			if err != nil {
 				return err
 			}

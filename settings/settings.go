@@ -48,6 +48,10 @@ type Settings struct {
 	Compaction compact.Config `json:"compaction,omitempty"`
 	// MCPServers configures Model Context Protocol servers by name.
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
+	// SessionStore picks where sessions are stored: "jsonl" (the default,
+	// one file per session) or "sqlite" (one database). A user setting:
+	// see [SessionStore].
+	SessionStore string `json:"sessionStore,omitempty"`
 }
 
 // Permissions configure what tools may do without asking.
@@ -312,6 +316,9 @@ func distance(a, b string) int {
 // Plugins are the optional plugins "enabledPlugins" can switch off.
 var Plugins = []string{"web", "mcp", "subagents", "hooks"}
 
+// Stores are the session stores "sessionStore" can name.
+var Stores = []string{"jsonl", "sqlite"}
+
 // Modes are the permission modes.
 var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 
@@ -323,6 +330,9 @@ func validate(s *Settings) *Error {
 		if !contains(Plugins, name) {
 			return &Error{Key: "enabledPlugins." + name, Reason: fmt.Sprintf("unknown plugin (known: %s)", strings.Join(Plugins, ", "))}
 		}
+	}
+	if st := s.SessionStore; st != "" && !contains(Stores, st) {
+		return &Error{Key: "sessionStore", Reason: fmt.Sprintf("unknown session store %q (want one of %s)", st, strings.Join(Stores, ", "))}
 	}
 	if s.MaxSteps < 0 {
 		return &Error{Key: "maxSteps", Reason: "must not be negative"}
@@ -380,7 +390,30 @@ func Merge(a, b Settings) Settings {
 	if b.Web != nil {
 		a.Web = b.Web
 	}
+	if b.SessionStore != "" {
+		a.SessionStore = b.SessionStore
+	}
 	return a
+}
+
+// SessionStore returns the session store the user chose ("jsonl" unless
+// set). Only the user's own files count (the user layer and --settings):
+// every session of the machine lives in one store, which a project must
+// not be able to move, so a project or local file that sets it gets a
+// warning instead.
+func SessionStore(sources []Source) (store string, warnings []string) {
+	store = "jsonl"
+	for _, src := range sources {
+		st := src.Settings.SessionStore
+		switch {
+		case st == "":
+		case src.Layer == LayerUser || src.Layer == LayerFlag:
+			store = st
+		default:
+			warnings = append(warnings, fmt.Sprintf("settings: ignoring sessionStore %q in %s: the session store is chosen in your user settings or --settings", st, src.Path))
+		}
+	}
+	return store, warnings
 }
 
 func joinText(a, b string) string {

@@ -78,3 +78,30 @@ func TestEnabledPluginsValidated(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestSessionStoreIsAUserChoice(t *testing.T) {
+	src := func(layer, store string) Source {
+		return Source{Layer: layer, Path: "/" + layer + "/settings.json", Settings: Settings{SessionStore: store}}
+	}
+	cases := []struct {
+		name     string
+		sources  []Source
+		want     string
+		warnings int
+	}{
+		{"unset", []Source{src(LayerUser, "")}, "jsonl", 0},
+		{"user", []Source{src(LayerUser, "sqlite")}, "sqlite", 0},
+		{"flag over user", []Source{src(LayerUser, "sqlite"), src(LayerFlag, "jsonl")}, "jsonl", 0},
+		{"project ignored", []Source{src(LayerProject, "sqlite")}, "jsonl", 1},
+		{"local ignored", []Source{src(LayerUser, "sqlite"), src(LayerLocal, "jsonl")}, "sqlite", 1},
+	}
+	for _, c := range cases {
+		got, warnings := SessionStore(c.sources)
+		if got != c.want || len(warnings) != c.warnings {
+			t.Errorf("%s: %q with warnings %q, want %q and %d", c.name, got, warnings, c.want, c.warnings)
+		}
+	}
+	if _, err := Decode("/u/settings.json", []byte(`{"sessionStore":"postgres"}`)); err == nil || !strings.Contains(err.Error(), `sessionStore: unknown session store "postgres"`) {
+		t.Errorf("bad store: %v", err)
+	}
+}
