@@ -468,3 +468,49 @@ func TestHeadlessSQLiteStore(t *testing.T) {
 		t.Fatalf("JSONL logs %v, want the one session", logs)
 	}
 }
+
+// TestSessionsCopyBetweenStores: switching to SQLite, `dsh sessions copy`
+// brings the JSONL sessions along (once: a second copy finds them there),
+// and a copied session continues with its history.
+func TestSessionsCopyBetweenStores(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	ds := &deepseek{replies: []string{textReply("one"), textReply("two"), textReply("three")}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	for _, prompt := range []string{"first prompt about figs", "second prompt about dates"} {
+		if r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", prompt); r.code != 0 {
+			t.Fatalf("run: %+v", r)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(`{"sessionStore": "sqlite"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ls := dsh(t, dir, home, srv.URL, "", "sessions"); !strings.Contains(ls.stdout, "no sessions yet") {
+		t.Fatalf("the new store is not empty: %+v", ls)
+	}
+	cp := dsh(t, dir, home, srv.URL, "", "sessions", "copy")
+	if cp.code != 0 || !strings.Contains(cp.stdout, "copied 2 sessions from jsonl to sqlite (0 already there, 0 failed)") {
+		t.Fatalf("copy: %+v", cp)
+	}
+	again := dsh(t, dir, home, srv.URL, "", "sessions", "copy", "--from", "jsonl")
+	if again.code != 0 || !strings.Contains(again.stdout, "copied 0 sessions from jsonl to sqlite (2 already there, 0 failed)") {
+		t.Fatalf("second copy: %+v", again)
+	}
+	if bad := dsh(t, dir, home, srv.URL, "", "sessions", "copy", "--from", "sqlite"); bad.code != 2 || !strings.Contains(bad.stderr, "is the store in use") {
+		t.Fatalf("copy from the store in use: %+v", bad)
+	}
+	ls := dsh(t, dir, home, srv.URL, "", "sessions")
+	if !strings.Contains(ls.stdout, "first prompt about figs") || !strings.Contains(ls.stdout, "second prompt about dates") {
+		t.Fatalf("copied sessions not listed: %s", ls.stdout)
+	}
+	c := dsh(t, dir, home, srv.URL, "and then?", "-p", "-c", "--model", "deepseek/deepseek-chat")
+	if c.code != 0 || strings.TrimSpace(c.stdout) != "three" {
+		t.Fatalf("continue: %+v", c)
+	}
+	ds.mu.Lock()
+	hist, _ := json.Marshal(ds.requests[len(ds.requests)-1]["messages"])
+	ds.mu.Unlock()
+	if !strings.Contains(string(hist), "second prompt about dates") {
+		t.Fatalf("the continued copy lost its history: %s", hist)
+	}
+}

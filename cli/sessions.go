@@ -3,8 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,16 +25,29 @@ import (
 // openStore opens the session store alone: listing and reading sessions
 // needs no model or tools, only the user's choice of store.
 func openStore(stdio IO, settingsFile string) (*store.Coordinator, func(), error) {
-	h, err := home(stdio.Env)
-	if err != nil {
-		return nil, nil, usageErr("%v", err)
-	}
-	_, sources, err := settings.Load(settings.Paths{Home: h, Flag: settingsFile})
+	h, name, err := storeChoice(stdio, settingsFile)
 	if err != nil {
 		return nil, nil, err
 	}
-	name, _ := settings.SessionStore(sources)
-	b, err := backends.Open(h, name, false)
+	return openNamedStore(h, name)
+}
+
+// storeChoice returns $DSH_HOME and the store the user's settings name.
+func storeChoice(stdio IO, settingsFile string) (dshHome, name string, err error) {
+	h, err := home(stdio.Env)
+	if err != nil {
+		return "", "", usageErr("%v", err)
+	}
+	_, sources, err := settings.Load(settings.Paths{Home: h, Flag: settingsFile})
+	if err != nil {
+		return "", "", err
+	}
+	name, _ = settings.SessionStore(sources)
+	return h, name, nil
+}
+
+func openNamedStore(home, name string) (*store.Coordinator, func(), error) {
+	b, err := backends.Open(home, name, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,6 +58,44 @@ func openStore(stdio IO, settingsFile string) (*store.Coordinator, func(), error
 		return nil, nil, err
 	}
 	return c, func() { _ = scope.Close() }, nil
+}
+
+// copySessions copies every session of from into to, each through the
+// coordinators: loading takes the session's writer lock (a session another
+// process is running is skipped, not copied half-written) and closes a
+// turn a crash left open, as resuming it would; creating refuses an id the
+// destination already has, so copying twice copies nothing new.
+func copySessions(ctx context.Context, from, to *store.Coordinator, errw io.Writer) (copied, present int, failed int) {
+	infos, err := from.List(ctx, store.Query{})
+	if err != nil {
+		fmt.Fprintf(errw, "listing %s: %v\n", from.Name(), err)
+		return 0, 0, 1
+	}
+	for _, in := range infos {
+		id := in.Header.ID
+		err := func() error {
+			h, events, err := from.Load(ctx, id)
+			if err != nil {
+				return err
+			}
+			defer from.Release(ctx, id)
+			if err := to.Create(ctx, h); err != nil {
+				return err
+			}
+			defer to.Release(ctx, id)
+			return to.Append(ctx, id, events)
+		}()
+		switch {
+		case err == nil:
+			copied++
+		case errors.Is(err, store.ErrExists):
+			present++
+		default:
+			failed++
+			fmt.Fprintf(errw, "session %s: %v\n", id, err)
+		}
+	}
+	return copied, present, failed
 }
 
 func newSessionsCmd(stdio IO) *cobra.Command {
@@ -87,6 +141,47 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 	cmd.Flags().BoolVar(&here, "here", false, "only sessions of the current directory")
 	cmd.PersistentFlags().StringVar(&settingsFile, "settings", "", "an extra settings file (its sessionStore picks the store to read)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	var from string
+	copyCmd := &cobra.Command{
+		Use:   "copy --from STORE",
+		Short: "copy every session of another store (jsonl or sqlite) into the one your settings choose",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, name, err := storeChoice(stdio, settingsFile)
+			if err != nil {
+				return err
+			}
+			if from == "" {
+				from = backends.JSONL
+				if name == backends.JSONL {
+					from = backends.SQLite
+				}
+			}
+			if from == name {
+				return usageErr("--from %s is the store in use; choose the other one with \"sessionStore\" in your settings first", from)
+			}
+			if !slices.Contains(settings.Stores, from) {
+				return usageErr("--from %q: want one of %s", from, strings.Join(settings.Stores, ", "))
+			}
+			src, doneSrc, err := openNamedStore(h, from)
+			if err != nil {
+				return err
+			}
+			defer doneSrc()
+			dst, doneDst, err := openNamedStore(h, name)
+			if err != nil {
+				return err
+			}
+			defer doneDst()
+			copied, present, failed := copySessions(cmd.Context(), src, dst, stdio.Err)
+			fmt.Fprintf(stdio.Out, "copied %d sessions from %s to %s (%d already there, %d failed)\n", copied, from, name, present, failed)
+			if failed > 0 {
+				return fmt.Errorf("%d sessions were not copied", failed)
+			}
+			return nil
+		},
+	}
+	copyCmd.Flags().StringVar(&from, "from", "", "the store to copy from: jsonl or sqlite (default: the one not in use)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
 		Short: "print a readable transcript of a session",
@@ -105,7 +200,7 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			Transcript(stdio.Out, events[h.SeedLength:])
 			return showChildren(cmd.Context(), stdio, c, h.ID, 1)
 		},
-	}, &cobra.Command{
+	}, copyCmd, &cobra.Command{
 		Use:   "export ID",
 		Short: "write the raw session log (JSONL: header line, then one event per line)",
 		Args:  cobra.ExactArgs(1),
