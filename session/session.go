@@ -181,6 +181,11 @@ func (s *Session) AppendSurface(ctx context.Context, typ string, data any, op Su
 // encode turns a payload into JSON text, refusing values that are not JSON
 // (NaN, infinities, channels, functions, cycles) before anything is pushed.
 func encode(typ string, data any) (json.RawMessage, error) {
+	if typ == "" {
+		// A log line without a type reads back as no event at all, which
+		// a stored log reports as corruption: refuse it here instead.
+		return nil, errors.New("session: an event needs a type")
+	}
 	switch v := data.(type) {
 	case llm.JSONAppender:
 		return v.AppendJSON(make([]byte, 0, 128)), nil

@@ -188,6 +188,10 @@ func TestAppendValidation(t *testing.T) {
 			_, err := s.AppendSurface(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}, session.AppendOp, nil)
 			return err
 		}, `session: event "turn/start" is not surface-eligible`},
+		{"no type", func(s *session.Session) error {
+			_, err := s.Append(ctx, "", map[string]int{"a": 1})
+			return err
+		}, "session: an event needs a type"},
 		{"NaN", func(s *session.Session) error {
 			_, err := s.Append(ctx, "plugin/x", math.NaN())
 			return err

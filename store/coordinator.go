@@ -115,13 +115,29 @@ func (c *Coordinator) logf(format string, args ...any) {
 }
 
 func (c *Coordinator) onAppended(_ context.Context, a session.Appended) error {
-	ev := a.Event.Clone()
 	c.mu.Lock()
-	if !c.closed {
-		c.bufs[a.Session] = append(c.bufs[a.Session], ev)
+	defer c.mu.Unlock()
+	if c.closed || c.refused(a.Session) {
+		return nil
 	}
-	c.mu.Unlock()
+	c.bufs[a.Session] = append(c.bufs[a.Session], a.Event.Clone())
 	return nil
+}
+
+// refused reports whether the session's adoption was refused for good: it
+// will never be written, so buffering its events would only keep a second
+// copy of its log in memory. c.mu is held.
+func (c *Coordinator) refused(s *session.Session) bool {
+	r := c.inits[s]
+	if r == nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		return r.err != nil && refusal(r.err)
+	default:
+		return false
+	}
 }
 
 // onCreated adopts a new live session. Adoption failures do not fail the
@@ -218,14 +234,18 @@ func (c *Coordinator) initFor(ctx context.Context, s *session.Session) error {
 
 	seed := s.Events() // the snapshot the session started from
 	r.err = c.adoptSerialized(ctx, s, seed)
-	if r.err != nil && !refusal(r.err) {
+	c.mu.Lock()
+	switch {
+	case r.err != nil && refusal(r.err):
+		// Refused for good: what was buffered will never be written.
+		delete(c.bufs, s)
+	case r.err != nil:
 		// Interrupted or failed (I/O, a lock another process holds), not
 		// refused: the next flush tries again.
-		c.mu.Lock()
 		delete(c.inits, s)
-		c.mu.Unlock()
 	}
 	close(r.done)
+	c.mu.Unlock()
 	return r.err
 }
 

@@ -122,6 +122,9 @@ func EventsEqual(a, b session.Event) bool {
 // error names the first offending event's type and seq.
 func AssertSerializable(events []session.Event) error {
 	for _, e := range events {
+		if e.Type == "" {
+			return fmt.Errorf("store: event at seq %d has no type (it would read back as corruption): %w", e.Seq, ErrNotJSON)
+		}
 		if len(e.Data) == 0 || !json.Valid(e.Data) {
 			return fmt.Errorf("store: event %q carries non-JSON-serializable data (seq %d): %w", e.Type, e.Seq, ErrNotJSON)
 		}

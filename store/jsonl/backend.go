@@ -347,23 +347,54 @@ func (b *Backend) load(id session.ID, p string) (*store.Stored, error) {
 	if sc.committed < sc.size {
 		st.Torn = sc.committed
 	}
+	// A locked session's later repair and appends must go to the file
+	// that was read (the torn offset is an offset into it), even when the
+	// same id also exists in another bucket.
+	b.mu.Lock()
+	if h := b.handles[id]; h != nil && h.path == "" {
+		h.path = p
+	}
+	b.mu.Unlock()
 	return st, nil
 }
 
-// pathFor returns the log path of a locked session, finding it on first use.
-func (b *Backend) pathFor(h *handle, id session.ID) (string, error) {
-	if h.path != "" {
-		return h.path, nil
+// pathFor returns the log path of a locked session: the file it was loaded
+// from, else the file of its header's bucket, else wherever it is found.
+func (b *Backend) pathFor(h *handle, hd session.Header) (string, error) {
+	if p := b.pathOf(h); p != "" {
+		return p, nil
 	}
-	p, err := b.find(id)
+	p, err := b.Path(hd.ID, hd.Cwd)
 	if err != nil {
 		return "", err
 	}
-	if p == "" {
-		return "", fmt.Errorf("jsonl: the log of session %q is gone: %w", id, store.ErrNotFound)
+	if _, err := os.Lstat(p); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("jsonl: %w", err)
+		}
+		if p, err = b.find(hd.ID); err != nil {
+			return "", err
+		}
 	}
-	h.path = p
+	if p == "" {
+		return "", fmt.Errorf("jsonl: the log of session %q is gone: %w", hd.ID, store.ErrNotFound)
+	}
+	b.setPath(h, p)
 	return p, nil
+}
+
+// A handle's path is written by its owner and, once, by a load of the
+// session (which a viewer may run concurrently): both under b.mu.
+func (b *Backend) pathOf(h *handle) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return h.path
+}
+
+func (b *Backend) setPath(h *handle, p string) {
+	b.mu.Lock()
+	h.path = p
+	b.mu.Unlock()
 }
 
 // AppendBatch implements [store.Backend].
@@ -379,7 +410,7 @@ func (b *Backend) AppendBatch(ctx context.Context, batch store.Batch) error {
 	if !batch.Materialized {
 		return b.materialize(h, batch)
 	}
-	p, err := b.pathFor(h, id)
+	p, err := b.pathFor(h, batch.Header)
 	if err != nil {
 		return err
 	}
@@ -454,7 +485,8 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 		h.f.Close()
 		h.f = nil
 	}
-	h.path, h.size, h.known = final, int64(len(buf)), true
+	b.setPath(h, final)
+	h.size, h.known = int64(len(buf)), true
 	b.idx.put(final, h.size, batch.Info)
 	return nil
 }
@@ -466,7 +498,7 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 	if err != nil {
 		return err
 	}
-	if h.f == nil || h.path != p {
+	if h.f == nil || b.pathOf(h) != p {
 		if h.f != nil {
 			h.f.Close()
 		}
@@ -475,7 +507,8 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 			h.f = nil
 			return fmt.Errorf("jsonl: %w", err)
 		}
-		h.f, h.path = f, p
+		h.f = f
+		b.setPath(h, p)
 	}
 	f := h.f
 	fi, err := f.Stat()
@@ -522,7 +555,7 @@ func (b *Backend) CommitRepair(ctx context.Context, r store.Repair) error {
 	if err != nil {
 		return err
 	}
-	p, err := b.pathFor(h, id)
+	p, err := b.pathFor(h, r.Header)
 	if err != nil {
 		return err
 	}

@@ -324,3 +324,66 @@ func appendEventLine(e session.Event) (string, error) {
 	b, err := eventjson.AppendEvent(nil, e)
 	return string(b), err
 }
+
+// TestRepairWritesTheFileItRead: when one id has logs in two buckets (logs
+// copied by hand, an older build), a repair computed from the file a load
+// read is applied to that file, never to the other one.
+func TestRepairWritesTheFileItRead(t *testing.T) {
+	root := t.TempDir()
+	other := filepath.Join(root, BucketName(""), "dup"+logExt)
+	mine := filepath.Join(root, BucketName("/a"), "dup"+logExt)
+	write := func(p string, h session.Header, evs []session.Event, tail string) {
+		t.Helper()
+		buf := appendHeader(nil, h)
+		buf, err := encodeEvents(buf, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, append(buf, tail...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	three := storetest.Build(0, append(append(storetest.OneTurn(1, "a"), storetest.OneTurn(2, "b")...), storetest.OneTurn(3, "c")...))
+	write(other, session.Header{ID: "dup", Version: session.FormatVersion, CreatedAt: 1}, three, "")
+	open := storetest.Build(0, append(storetest.OneTurn(1, "x"), storetest.TurnStart(2), storetest.User("y")))
+	write(mine, session.Header{ID: "dup", Version: session.FormatVersion, CreatedAt: 1, Cwd: "/a"}, open, `{"type":"step/sta`)
+	before, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b, err := Open(root, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if err := b.Lock(ctx, "dup"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.LoadLive(ctx, "dup", "/a")
+	if err != nil || st == nil || st.Torn == nil {
+		t.Fatalf("load: %+v %v", st, err)
+	}
+	closers, err := session.InterruptedClosers(st.Events)
+	if err != nil || len(closers) == 0 {
+		t.Fatalf("closers %v, %v", closers, err)
+	}
+	if err := b.CommitRepair(ctx, store.Repair{Header: st.Header, Torn: st.Torn, Closers: closers,
+		Info: store.NewInfo(st.Header, append(st.Events, closers...))}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(other); !bytes.Equal(before, after) {
+		t.Fatalf("the other bucket's log changed: %d → %d bytes", len(before), len(after))
+	}
+	st2, err := b.LoadLive(ctx, "dup", "/a")
+	if err != nil || st2.Torn != nil || len(st2.Events) != len(open)+len(closers) {
+		t.Fatalf("repaired log: %d events, torn %v, %v", len(st2.Events), st2.Torn, err)
+	}
+	if err := invariants.CheckLog(st2.Events); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -157,7 +157,13 @@ func (b *Backend) withTx(ctx context.Context, fn func(c *sql.Conn) error) (err e
 	if err := fn(c); err != nil {
 		return err
 	}
-	_, err = c.ExecContext(ctx, "COMMIT")
+	// Once every statement succeeded the transaction is committed whatever
+	// happens to ctx: the driver reports a context cancelled during a
+	// statement as that statement's failure even when it completed, and a
+	// COMMIT that reached the database but reported failure would leave the
+	// coordinator believing the batch unwritten (its retry then collides
+	// with the stored rows, and the session can never be written again).
+	_, err = c.ExecContext(context.WithoutCancel(ctx), "COMMIT")
 	return err
 }
 
@@ -421,11 +427,11 @@ func (b *Backend) release(r *rawReader) {
 
 // readRows reads every events row of id in seq order into events (by
 // position); bad marks the rows whose text does not parse, which hold only
-// their seq. n is the stored event count: it sizes the result and splits
-// the work, and the rows found decide the length.
-func (b *Backend) readRows(ctx context.Context, id session.ID, n int64) (events []session.Event, bad []bool, err error) {
+// their seq. n is the stored event count: it sizes the result and (with
+// split) divides the work, and the rows found decide the length.
+func (b *Backend) readRows(ctx context.Context, id session.ID, n int64, split bool) (events []session.Event, bad []bool, err error) {
 	parts := int64(1)
-	if b.path != Memory {
+	if split && b.path != Memory {
 		parts = max(1, min(int64(runtime.GOMAXPROCS(0)), maxParts, n/minPartRows))
 	}
 	// Each part fills its own slots of the shared slices; rows past n
@@ -494,11 +500,21 @@ func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error
 	if err := b.db.QueryRowContext(ctx, "SELECT event_count FROM sessions WHERE id = ?", string(id)).Scan(&n); err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	all, bad, err := b.readRows(ctx, id, n)
+	all, bad, err := b.readRows(ctx, id, n, true)
 	if err != nil {
 		return nil, err
 	}
 	keep, err := committed(all, bad)
+	if err != nil || keep < len(all) {
+		// Parts read on separate connections see separate snapshots: a
+		// write committed between them (another process repairing or
+		// appending) can look like a hole or a torn row. Before reporting
+		// one, read again in one statement, one snapshot.
+		if all, bad, err = b.readRows(ctx, id, n, false); err != nil {
+			return nil, err
+		}
+		keep, err = committed(all, bad)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: session %q: %w", id, err)
 	}

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/internal/eventjson"
@@ -224,4 +226,46 @@ func TestRawReaderMissingFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unable to open") {
 		t.Fatalf("open of a missing database: %v", err)
 	}
+}
+
+// TestCancelledAppendIsAllOrNothing cancels appends at arbitrary moments:
+// an append that reports failure stored nothing (so retrying it works), and
+// one that reports success stored everything. The driver reports a context
+// cancelled during a statement as that statement's failure even when it
+// completed, which once made a committed batch look failed.
+func TestCancelledAppendIsAllOrNothing(t *testing.T) {
+	bg := context.Background()
+	b, err := Open(dbPath(t.TempDir()), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := kernel.NewScope("cancel")
+	defer scope.Close()
+	c, err := store.Attach(scope, nil, b, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := storetest.Build(0, storetest.OneTurn(1, "hi"))
+	failed := 0
+	for i := range 300 {
+		id := session.ID(fmt.Sprintf("s%d", i))
+		if err := c.Create(bg, session.Header{ID: id, CreatedAt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(bg)
+		time.AfterFunc(time.Duration(i%40)*25*time.Microsecond, cancel)
+		aerr := c.Append(ctx, id, evs)
+		cancel()
+		if aerr == nil {
+			continue
+		}
+		failed++
+		if err := c.Append(bg, id, evs); err != nil {
+			t.Fatalf("append %d failed (%v), and its retry failed too: %v", i, aerr, err)
+		}
+		if _, got, err := c.Read(bg, id); err != nil || len(got) != len(evs) {
+			t.Fatalf("after the retry of append %d: %d events, %v", i, len(got), err)
+		}
+	}
+	t.Logf("%d of 300 appends were cut by their context", failed)
 }

@@ -212,6 +212,9 @@ func rejectsNonJSON(e *env) {
 		ev := session.Event{Type: session.TypeUserMessage, Seq: 0, Time: BaseTime, Data: []byte(bad)}
 		wantErr(e.t, a.c.Append(e.ctx, "nj", []session.Event{ev}), store.ErrNotJSON, "user/message")
 	}
+	// An event without a type would read back as no event: refused too.
+	untyped := session.Event{Seq: 0, Time: BaseTime, Data: []byte(`{}`)}
+	wantErr(e.t, a.c.Append(e.ctx, "nj", []session.Event{untyped}), store.ErrNotJSON, "no type")
 }
 
 func liveFlushReload(e *env) {
