@@ -136,7 +136,8 @@ func (b *Bridge) Install(scope *kernel.Scope, reg *tool.Registry, sessions *sess
 
 // call is one event dispatch.
 type call struct {
-	cwd     string // overrides the agent's cwd when a is nil
+	cwd     string     // overrides the agent's cwd when a is nil
+	sid     session.ID // the session when a is nil (its permission mode)
 	event   string
 	subject string
 	a       agent.Agent // may be nil
@@ -249,7 +250,7 @@ func summary(o Output) string {
 }
 
 func (b *Bridge) payload(c call, cwd string) []byte {
-	var sid session.ID
+	sid := c.sid
 	turn := 0
 	if c.a != nil {
 		sid = c.a.Session().ID()
@@ -544,9 +545,8 @@ func (b *Bridge) notification(ctx context.Context, ap session.Appended) error {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.dispatch(call{cwd: a.Session().Cwd(), event: "Notification", subject: "permission_prompt", a: nil, ctx: context.WithoutCancel(ctx), fields: map[string]any{
-			"message": fmt.Sprintf("dsh needs your permission to use %s", ToolName(b.o.Dialect, req.Name)), "notification_type": "permission_prompt",
-			"session_id": string(a.Session().ID()), "cwd": a.Session().Cwd()}})
+		b.dispatch(call{cwd: a.Session().Cwd(), sid: a.Session().ID(), event: "Notification", subject: "permission_prompt", a: nil, ctx: context.WithoutCancel(ctx), fields: map[string]any{
+			"message": fmt.Sprintf("dsh needs your permission to use %s", ToolName(b.o.Dialect, req.Name)), "notification_type": "permission_prompt"}})
 	}()
 	return nil
 }

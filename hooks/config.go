@@ -54,8 +54,13 @@ type Config struct {
 	Dialect  string
 	Events   map[string][]Group
 	Warnings []string
-	// Disabled is set by disableAllHooks.
+	// Disabled is set by disableAllHooks in one of the user's own files:
+	// no hook runs.
 	Disabled bool
+	// DisabledByProject is set by disableAllHooks in a project's file: it
+	// counts only where the project is trusted (an untrusted repository
+	// must not be able to switch off the user's own hooks).
+	DisabledByProject bool
 }
 
 // Files returns the hook files a dialect reads, lowest precedence first:
@@ -124,7 +129,11 @@ func (c *Config) add(source string, b []byte, project bool) {
 	if raw, ok := root["disableAllHooks"]; ok {
 		var off bool
 		if json.Unmarshal(raw, &off) == nil && off {
-			c.Disabled = true
+			if project {
+				c.DisabledByProject = true
+			} else {
+				c.Disabled = true
+			}
 		}
 	}
 	events := root
@@ -175,7 +184,15 @@ func (c *Config) add(source string, b []byte, project bool) {
 				case h.TimeoutSec != nil:
 					hk.Timeout = *h.TimeoutSec
 				}
-				if c.duplicate(name, grp.Matcher, hk.Command) || dupIn(grp.Hooks, hk.Command) {
+				if prev := c.duplicate(name, grp.Matcher, hk.Command); prev != nil {
+					if prev.Project && !project {
+						// The user configured it too: it runs as the
+						// user's, whether or not the project is trusted.
+						prev.Project, prev.Source = false, source
+					}
+					continue
+				}
+				if dupIn(grp.Hooks, hk.Command) {
 					continue
 				}
 				grp.Hooks = append(grp.Hooks, hk)
@@ -196,13 +213,21 @@ func dupIn(hs []Hook, cmd string) bool {
 	return false
 }
 
-func (c *Config) duplicate(event, matcher, cmd string) bool {
-	for _, g := range c.Events[event] {
-		if g.Matcher == matcher && dupIn(g.Hooks, cmd) {
-			return true
+// duplicate returns the hook already configured for event with this
+// matcher and command, or nil.
+func (c *Config) duplicate(event, matcher, cmd string) *Hook {
+	for gi := range c.Events[event] {
+		g := &c.Events[event][gi]
+		if g.Matcher != matcher {
+			continue
+		}
+		for hi := range g.Hooks {
+			if g.Hooks[hi].Command == cmd {
+				return &g.Hooks[hi]
+			}
 		}
 	}
-	return false
+	return nil
 }
 
 var literalMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
@@ -232,7 +257,7 @@ func Match(matcher, subject string) bool {
 // Matching returns the hooks of an event whose matcher selects subject, in
 // configuration order, de-duplicated by command.
 func (c *Config) Matching(event, subject string, trusted bool) []Hook {
-	if c.Disabled {
+	if c.Disabled || (c.DisabledByProject && trusted) {
 		return nil
 	}
 	var out []Hook

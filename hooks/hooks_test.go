@@ -1,6 +1,7 @@
 package hooks_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -395,6 +396,32 @@ func TestMatcherAndConfig(t *testing.T) {
 	if n := len(c.Matching("PreToolUse", "Bash", true)); n != 0 {
 		t.Fatal("disableAllHooks")
 	}
+	// An untrusted project cannot switch off the user's own hooks.
+	if n := len(c.Matching("PreToolUse", "Bash", false)); n != 1 {
+		t.Fatalf("an untrusted project's disableAllHooks silenced the user's hook (%d run)", n)
+	}
+	os.WriteFile(a, []byte(`{"disableAllHooks":true}`), 0o644)
+	os.WriteFile(b, []byte(hookCfg("PreToolUse", "Bash", "./y.sh", 0)), 0o644)
+	c = hooks.Load(hooks.Claude, []string{a}, []string{b})
+	if n := len(c.Matching("PreToolUse", "Bash", true)); n != 0 {
+		t.Fatal("the user's disableAllHooks must hold for trusted projects too")
+	}
+	// A project hook identical to one in the user's dsh settings does not
+	// hide the user's: it still runs when the project is untrusted.
+	os.WriteFile(b, []byte(hookCfg("PreToolUse", "Bash", "./x.sh", 0)), 0o644)
+	c = hooks.Load(hooks.Claude, nil, []string{b})
+	var user map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(hookCfg("PreToolUse", "Bash", "./x.sh", 0)), &user); err != nil {
+		t.Fatal(err)
+	}
+	var events map[string]json.RawMessage
+	if err := json.Unmarshal(user["hooks"], &events); err != nil {
+		t.Fatal(err)
+	}
+	c.AddRaw("/home/u/.dsh/settings.json", events, false)
+	if got := c.Matching("PreToolUse", "Bash", false); len(got) != 1 || got[0].Project {
+		t.Fatalf("the user's copy of a project hook: %+v", got)
+	}
 }
 
 func TestCodec(t *testing.T) {
@@ -415,5 +442,39 @@ func TestCodec(t *testing.T) {
 		{UpdatedInput: json.RawMessage(`{"x":1}`)}, {UpdatedInput: json.RawMessage(`{"x":2}`)}})
 	if m.Decision != "ask" || m.Reason != "b\n\nc" || string(m.UpdatedInput) != `{"x":1}` || len(m.Conflicts) != 1 {
 		t.Fatalf("merge %+v", m)
+	}
+}
+
+// TestNotificationPayload: a Notification hook hears about a pending
+// approval with the waiting session's id and permission mode.
+func TestNotificationPayload(t *testing.T) {
+	logf := filepath.Join(t.TempDir(), "calls.log")
+	t.Setenv("HOOK_LOG", logf)
+	rigMode = func(id session.ID) string {
+		if id == "" {
+			return "default"
+		}
+		return "acceptEdits"
+	}
+	defer func() { rigMode = nil }()
+	cfg := `{"hooks":{` +
+		`"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"` + testdata(t, "askjson.sh") + `"}]}],` +
+		`"Notification":[{"hooks":[{"type":"command","command":"` + testdata(t, "record.sh") + `"}]}]}}`
+	approver := tool.ApproverFunc(func(context.Context, tool.ApprovalRequest) (tool.Approval, error) {
+		return tool.Approval{Allow: true, By: "user"}, nil
+	})
+	r := newRig(t, hooks.Claude, cfg, approver, bashCall("c1", "echo hi"), scripted.Text("ok"))
+	r.run(t, "go")
+	r.h.Close(context.Background()) // waits for the notification hook
+	b, err := os.ReadFile(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(b), &p); err != nil {
+		t.Fatalf("payload %q: %v", b, err)
+	}
+	if p["hook_event_name"] != "Notification" || p["session_id"] != string(r.agent.Session().ID()) || p["permission_mode"] != "acceptEdits" {
+		t.Fatalf("notification payload %v", p)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -88,6 +89,11 @@ type sessionState struct {
 	// modes is the session's own mode; unset (mode "") it follows its
 	// parent's, and a session without a parent follows the checker's.
 	modes modeSlot
+	// asked holds, per call the user is being asked about, the rules the
+	// decision suggested: what "allow for this session" remembers is what
+	// was shown, not a decision made again after the call ran (a command
+	// that created a symlink would change it).
+	asked map[llm.CallID][]string
 }
 
 // modeSlot is a mode and the mode to return to when a plan made in it is

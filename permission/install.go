@@ -10,6 +10,7 @@ import (
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/tool"
 )
@@ -104,6 +105,9 @@ func (c *Checker) preExecute(ctx context.Context, call tool.Call, next kernel.Ne
 	}
 	d := c.Decide(ctx, eff, cwdOf(call))
 	c.recordDecision(ctx, call, d)
+	if d.Behavior == Ask {
+		c.noteAsked(call, d.Suggest)
+	}
 	out := inner
 	switch {
 	case d.Behavior == Deny:
@@ -152,20 +156,13 @@ func (c *Checker) recordDecision(ctx context.Context, call tool.Call, d Decision
 
 // observed turns a remembered approval into session rules.
 func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
+	suggested := c.takeAsked(out.Call)
 	a := out.Approval
-	if a == nil || !a.Allow || !a.Remember || canonical(out.Call.Name) == ExitPlanTool {
+	if a == nil || !a.Allow || !a.Remember || canonical(out.Call.Name) == ExitPlanTool || len(suggested) == 0 {
 		return nil
-	}
-	d := c.Decide(ctx, out.Call, cwdOf(out.Call))
-	if len(d.Suggest) == 0 {
-		return nil
-	}
-	id := ""
-	if out.Call.Host != nil {
-		id = out.Call.Host.SessionID()
 	}
 	var errs []error
-	for _, r := range c.remember(id, d.Suggest) {
+	for _, r := range c.remember(sessionOf(out.Call), suggested) {
 		if out.Call.Host == nil {
 			continue
 		}
@@ -174,6 +171,37 @@ func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func sessionOf(call tool.Call) string {
+	if call.Host != nil {
+		return call.Host.SessionID()
+	}
+	return ""
+}
+
+// noteAsked keeps the rules a decision that asks suggested, for observed.
+func (c *Checker) noteAsked(call tool.Call, suggest []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.sessionLocked(sessionOf(call))
+	if st.asked == nil {
+		st.asked = map[llm.CallID][]string{}
+	}
+	st.asked[call.ID] = suggest
+}
+
+// takeAsked returns and forgets what noteAsked kept for the call.
+func (c *Checker) takeAsked(call tool.Call) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.sessions[sessionOf(call)]
+	if !ok {
+		return nil
+	}
+	s := st.asked[call.ID]
+	delete(st.asked, call.ID)
+	return s
 }
 
 const planPromptText = `# Plan mode

@@ -3,6 +3,9 @@ package permission
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -381,4 +384,40 @@ func TestInstallIsUndoneWithTheScope(t *testing.T) {
 	// It can be installed again.
 	r.scope = kernel.NewScope("again")
 	r.install()
+}
+
+// TestRememberedRulesAreTheOnesShown: "allow for this session" remembers
+// the rules suggested when the user was asked, not a decision made again
+// after the command ran: here the command turns its output file into a
+// symlink to ~/.bashrc, which a second decision would follow.
+func TestRememberedRulesAreTheOnesShown(t *testing.T) {
+	r := newRig(t, Config{})
+	r.install()
+	target := filepath.Join(r.env.home, ".bashrc")
+	if err := os.WriteFile(target, []byte("# rc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ap := tool.ApproverFunc(func(_ context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
+		// What the command does once allowed: the symlink appears before
+		// the outcome is observed.
+		if err := os.Symlink(target, filepath.Join(r.env.root, "out.txt")); err != nil {
+			t.Fatal(err)
+		}
+		return tool.Approval{Allow: true, Remember: true, By: "user"}, nil
+	})
+	r.exec("bash", map[string]string{"command": "ln -sf " + target + " out.txt; echo evil > out.txt"}, ap)
+	var remembered []string
+	for _, ru := range r.c.Rules("s1") {
+		remembered = append(remembered, ru.Text)
+	}
+	if !slices.Contains(remembered, "Edit(/"+filepath.Join(r.env.root, "out.txt")+")") || slices.ContainsFunc(remembered, func(s string) bool {
+		return strings.HasPrefix(s, "Edit(") && strings.Contains(s, ".bashrc")
+	}) {
+		t.Fatalf("remembered %v: want the rules suggested when asked, none naming .bashrc", remembered)
+	}
+	edit := call("edit", map[string]string{"file_path": target})
+	edit.Host = r.host
+	if d := r.c.Decide(context.Background(), edit, ""); d.Behavior == Allow {
+		t.Fatalf("an edit of ~/.bashrc is allowed after approving a write to out.txt: %+v", d)
+	}
 }
