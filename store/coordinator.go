@@ -712,11 +712,11 @@ func (c *Coordinator) close() error {
 	for s := range c.bufs {
 		add(s)
 	}
+	// Every live owner of a state was adopted through initFor, so it is in
+	// inits: reading st.owner here would race with adoption, which writes
+	// it under the id lock, not c.mu.
 	for s := range c.inits {
 		add(s)
-	}
-	for _, st := range c.states {
-		add(st.owner)
 	}
 	c.mu.Unlock()
 	slices.SortFunc(all, func(a, b *session.Session) int { return cmp.Compare(a.ID(), b.ID()) })

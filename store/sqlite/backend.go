@@ -147,6 +147,10 @@ func (b *Backend) withTx(ctx context.Context, fn func(c *sql.Conn) error) (err e
 	}
 	defer c.Close()
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		// A context cancelled while BEGIN ran is reported as its failure
+		// even when the transaction did start: end it, or the pooled
+		// connection's next user finds a transaction already open.
+		_, _ = c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		return err
 	}
 	defer func() {
