@@ -270,7 +270,13 @@ func (a *App) installTools() error {
 	var tools []tool.Tool
 	tools = append(tools, bashtool.Tools(runner, bashtool.Options{Logger: o.Logger})...)
 	tools = append(tools, fstool.Tools(files, tracker, fstool.Options{})...)
-	tools = append(tools, searchtool.Tools(searchtool.Options{})...)
+	// Searches are decided by the directory they name; the files in it
+	// that permission rules deny reading are left out of their results.
+	var searchOpts searchtool.Options
+	if o.Permission != nil {
+		searchOpts.Denied = o.Permission.SearchFilter
+	}
+	tools = append(tools, searchtool.Tools(searchOpts)...)
 	tools = append(tools, todo.New())
 	// Web: web_fetch always; web_search only when a search provider is
 	// available. DeepSeek's search costs a model call per search and is only

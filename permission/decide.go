@@ -1,12 +1,15 @@
 package permission
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dshq/dsh/tool"
 )
@@ -396,17 +399,102 @@ func combine(vs []verdict) verdict {
 	return out
 }
 
-// ReadDenied reports whether a Read deny rule covers path (relative paths
-// are relative to cwd). Search tools call it to skip denied files inside a
-// directory they were allowed to search: the decision on a grep of the
-// project cannot see which files the search will open.
-func (c *Checker) ReadDenied(cwd, path string) bool {
+// ReadDenied reports whether a deny rule forbids reading path (relative
+// paths are relative to cwd; "" means Config.Cwd) in a session's calls:
+// the configured and runtime rules, the session's own and, for a subagent,
+// its parents'. Read rules are the ones that count, and deny rules only: an
+// ask rule does not withhold a file. For many paths of one search, use
+// [Checker.ReadFilter], which resolves the rules and directories once.
+func (c *Checker) ReadDenied(sessionID, cwd, path string) bool {
+	denied := c.ReadFilter(sessionID, cwd, "")
+	return denied != nil && denied(path)
+}
+
+// ReadFilter returns the check search tools apply to each file a result
+// would show: the decision on a grep of the project cannot see which
+// files the search will open, so the files a deny rule covers are left out
+// of its results instead. The check reports whether a path (relative to
+// cwd, or absolute) is denied to toolName (glob, grep, ls; "" for read):
+// Read deny rules count for every tool, and rules written for toolName
+// itself (Grep(secrets/**)) for that tool. Rules are matched as Decide
+// matches them, against the path as named and as resolved through
+// symbolic links.
+//
+// The rules in force are taken once, when ReadFilter is called; it returns
+// nil when none could deny a path, which is the common case and costs the
+// search nothing. The check may be called concurrently. It resolves each
+// directory once and then only looks at whether the file itself is a
+// symbolic link, so checking many files of one directory costs one lstat
+// each.
+func (c *Checker) ReadFilter(sessionID, cwd, toolName string) func(path string) bool {
 	if cwd == "" {
 		cwd = c.cwd
 	}
-	_, rules := c.rulesFor("")
-	d := &decider{c: c, rules: rules, cwd: filepath.Clean(cwd)}
-	abs := absPath(path, d.cwd)
-	real := resolve(abs)
-	return d.firstRule(d.deny(), toolRead, func(r *rule) bool { return r.kind == kindPath && d.pathMatch(r, abs, real, false) }) != nil
+	name := canonical(toolName)
+	if name == "" {
+		name = toolRead
+	}
+	_, rules := c.rulesFor(sessionID)
+	var deny []*rule
+	for _, r := range rules[Deny.strength()] {
+		if (r.kind == kindPath || r.kind == kindAny) && (r.appliesTo(toolRead) || r.appliesTo(name)) {
+			deny = append(deny, r)
+		}
+	}
+	if len(deny) == 0 {
+		return nil
+	}
+	d := &decider{c: c, cwd: filepath.Clean(cwd), name: name}
+	realCwd, _ := d.workspace() // resolved now: the check runs concurrently
+	files := &realFiles{}
+	return func(path string) bool {
+		abs := absPath(path, d.cwd)
+		real := files.resolve(abs)
+		// Deny rules see both spellings of a path; when they are the same
+		// (no symbolic link on the way), matching once is enough.
+		once := abs == real && d.cwd == realCwd
+		for _, r := range deny {
+			if d.pathMatch(r, abs, real, once) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// SearchFilter is [Checker.ReadFilter] for one tool call, the way Decide
+// reads a call: the rules of the calling session (its host's), paths
+// relative to its working directory (else Config.Cwd), the call's tool. It
+// has the shape of searchtool.Options.Denied, which the app sets to it.
+func (c *Checker) SearchFilter(_ context.Context, call tool.Call) func(path string) bool {
+	sid, cwd := "", ""
+	if call.Host != nil {
+		sid, cwd = call.Host.SessionID(), call.Host.Cwd()
+	}
+	return c.ReadFilter(sid, cwd, call.Name)
+}
+
+// realFiles resolves the files of one search through symbolic links,
+// resolving each directory once. It is per search, not per checker, so a
+// walk of a large tree does not grow a cache that outlives it.
+type realFiles struct {
+	dirs sync.Map // directory → its realpath
+}
+
+// resolve is resolve(abs) for an absolute, clean path, with the directory
+// part cached.
+func (rf *realFiles) resolve(abs string) string {
+	dir, base := filepath.Dir(abs), filepath.Base(abs)
+	if dir == abs {
+		return resolve(abs) // the filesystem root
+	}
+	realDir, ok := rf.dirs.Load(dir)
+	if !ok {
+		realDir, _ = rf.dirs.LoadOrStore(dir, resolve(dir))
+	}
+	real := filepath.Join(realDir.(string), base)
+	if fi, err := os.Lstat(real); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return resolve(real)
+	}
+	return real
 }

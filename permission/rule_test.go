@@ -218,7 +218,7 @@ func TestReadDenied(t *testing.T) {
 	e := newEnv(t)
 	c := mustNew(t, Config{Rules: append(rules(Deny, "p", "Read(./.env)", "Read(~/.ssh/**)"), rules(Deny, "p", "Edit(src/**)")...), Home: e.home, Cwd: e.root})
 	for p, want := range map[string]bool{".env": true, filepath.Join(e.home, ".ssh", "id_rsa"): true, "src/main.go": false, "README.md": false} {
-		if got := c.ReadDenied(e.root, p); got != want {
+		if got := c.ReadDenied("", e.root, p); got != want {
 			t.Errorf("%s: %v", p, got)
 		}
 	}

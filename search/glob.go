@@ -23,6 +23,11 @@ type GlobOptions struct {
 	Limit int
 	// Hidden includes files and directories whose names start with ".".
 	Hidden bool
+	// Withhold, when set, is asked about every matching file before it
+	// counts toward Total or the cap, with the file's path made absolute
+	// (GlobResult.Dir joined with its Path); a file it reports true for is
+	// left out and only counted in GlobResult.Withheld.
+	Withhold func(path string) bool
 }
 
 // GlobResult lists the files matching a pattern.
@@ -32,6 +37,9 @@ type GlobResult struct {
 	// Total counts every match; Truncated is Total > len(Files).
 	Total     int
 	Truncated bool
+	// Withheld counts the matching files GlobOptions.Withhold kept out;
+	// they are not in Total.
+	Withheld int
 }
 
 // GlobFile is one matching file.
@@ -111,9 +119,15 @@ func (s *Searcher) Glob(ctx context.Context, root, pattern string, opts GlobOpti
 		default:
 			return true
 		}
-		if err == nil && fi.Mode().IsRegular() {
-			found = append(found, GlobFile{Path: prefix + c.rel, ModTime: fi.ModTime()})
+		if err != nil || !fi.Mode().IsRegular() {
+			return true
 		}
+		p := prefix + c.rel
+		if opts.Withhold != nil && opts.Withhold(filepath.Join(dir, filepath.FromSlash(p))) {
+			res.Withheld++
+			return true
+		}
+		found = append(found, GlobFile{Path: p, ModTime: fi.ModTime()})
 		return true
 	})
 	if err != nil {

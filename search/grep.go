@@ -67,6 +67,15 @@ type GrepOptions struct {
 	// limit. (Not a memory guard: large files are memory-mapped, not read
 	// into the heap. It costs rg a stat per file, so it is off by default.)
 	MaxFileSize int64
+	// Withhold, when set, is asked about every file with a match before
+	// the file counts toward any total or the cap: a file it reports true
+	// for is left out of the result entirely (paths, lines, counts) and
+	// only counted in GrepResult.Withheld. It gets the file's path as the
+	// result would show it, made absolute: GrepResult.Dir joined with the
+	// file's Path. It may be called from several goroutines at once. The
+	// permission layer uses it to keep files a deny rule covers out of a
+	// search of a directory the search was allowed in.
+	Withhold func(path string) bool
 }
 
 // GrepResult is a search's outcome.
@@ -83,6 +92,9 @@ type GrepResult struct {
 	// TotalEntries > Limit.
 	TotalEntries int
 	Truncated    bool
+	// Withheld counts the files with a match that GrepOptions.Withhold
+	// kept out; they are in no other count.
+	Withheld int
 	// Backend is the implementation that produced the result.
 	Backend Backend
 }
@@ -152,11 +164,11 @@ func (s *Searcher) Grep(ctx context.Context, root string, opts GrepOptions) (*Gr
 		// apply. The Go path is as fast as spawning rg, and rg treats
 		// files it is given by name differently (it searches binary
 		// files, with NULs replaced).
-		col := newCollector(&opts)
+		col := newCollector(&opts, filepath.Dir(dir))
 		if fm, ok := searchFile(canon, filepath.Base(dir), pat, &opts, nil); ok {
 			col.add(fm)
 		}
-		res := col.result(filepath.Dir(dir))
+		res := col.result()
 		res.Backend = Native
 		return res, nil
 	}
@@ -165,10 +177,10 @@ func (s *Searcher) Grep(ctx context.Context, root string, opts GrepOptions) (*Gr
 		rg := s.ripgrep()
 		switch {
 		case rg != "":
-			col := newCollector(&opts)
+			col := newCollector(&opts, dir)
 			err := runRipgrep(ctx, rg, canon, pat, &opts, col)
 			if err == nil {
-				res := col.result(dir)
+				res := col.result()
 				res.Backend = Ripgrep
 				return res, nil
 			}
@@ -181,12 +193,12 @@ func (s *Searcher) Grep(ctx context.Context, root string, opts GrepOptions) (*Gr
 			return nil, ErrNoRipgrep
 		}
 	}
-	col := newCollector(&opts)
+	col := newCollector(&opts, dir)
 	t := newTree(canon, opts.Hidden, ov)
 	if err := s.grepNative(ctx, t, pat, &opts, col); err != nil {
 		return nil, err
 	}
-	res := col.result(dir)
+	res := col.result()
 	res.Backend = Native
 	return res, nil
 }
@@ -196,18 +208,23 @@ func (s *Searcher) Grep(ctx context.Context, root string, opts GrepOptions) (*Gr
 // max-heap by path: whenever the files after the greatest one already cover
 // the limit, the greatest can never be reported and is dropped. So memory
 // stays bounded by the limit, and the outcome does not depend on the order
-// files arrive in.
+// files arrive in. Files GrepOptions.Withhold refuses are dropped before
+// any of that, so they take no place under the limit.
 type collector struct {
 	mu       sync.Mutex
 	opts     *GrepOptions
+	dir      string // the result's Dir
 	kept     fileHeap
 	retained int // entries in kept
 	files    int
 	lines    int
 	entries  int
+	withheld int
 }
 
-func newCollector(opts *GrepOptions) *collector { return &collector{opts: opts} }
+func newCollector(opts *GrepOptions, dir string) *collector {
+	return &collector{opts: opts, dir: dir}
+}
 
 func (c *collector) entriesOf(fm *FileMatches) int {
 	if c.opts.Mode == Content {
@@ -220,6 +237,12 @@ func (c *collector) entriesOf(fm *FileMatches) int {
 // are normalized here, once for both backends: a trailing "\r" is dropped,
 // invalid UTF-8 is replaced, and long lines are cut.
 func (c *collector) add(fm FileMatches) {
+	if c.opts.Withhold != nil && c.opts.Withhold(filepath.Join(c.dir, filepath.FromSlash(fm.Path))) {
+		c.mu.Lock()
+		c.withheld++
+		c.mu.Unlock()
+		return
+	}
 	for i := range fm.Lines {
 		fm.Lines[i].Text = cleanLine(fm.Lines[i].Text, c.opts.MaxLineLength)
 	}
@@ -241,14 +264,14 @@ func (c *collector) add(fm FileMatches) {
 	}
 }
 
-func (c *collector) result(dir string) *GrepResult {
+func (c *collector) result() *GrepResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	files := []FileMatches(c.kept)
 	slices.SortFunc(files, func(a, b FileMatches) int { return strings.Compare(a.Path, b.Path) })
 	res := &GrepResult{
-		Dir: dir, Mode: c.opts.Mode, Files: files,
-		TotalFiles: c.files, TotalLines: c.lines, TotalEntries: c.entries,
+		Dir: c.dir, Mode: c.opts.Mode, Files: files,
+		TotalFiles: c.files, TotalLines: c.lines, TotalEntries: c.entries, Withheld: c.withheld,
 	}
 	if c.opts.Limit >= 0 && c.entries > c.opts.Limit {
 		res.Truncated = true

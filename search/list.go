@@ -30,6 +30,12 @@ type ListOptions struct {
 	// Ignore skips entries (and directories' contents) whose name or
 	// root-relative path matches one of these doublestar patterns.
 	Ignore []string
+	// Withhold, when set, is asked about every entry (files and
+	// directories) before it counts toward MaxEntries, with the entry's
+	// path made absolute (ListResult.Dir joined with its Path). An entry
+	// it reports true for is left out, a directory with its contents,
+	// which are not read; each is counted once in ListResult.Withheld.
+	Withhold func(path string) bool
 }
 
 // ListResult is a directory tree.
@@ -43,6 +49,9 @@ type ListResult struct {
 	// DepthLimited reports directories at MaxDepth whose contents were not
 	// listed.
 	DepthLimited bool
+	// Withheld counts the entries ListOptions.Withhold kept out (a
+	// directory counts once, whatever it holds).
+	Withheld int
 }
 
 // ListEntry is one file or directory.
@@ -105,6 +114,12 @@ func (s *Searcher) List(ctx context.Context, root string, opts ListOptions) (*Li
 			slices.SortFunc(kids, func(a, b child) int { return strings.Compare(a.name, b.name) })
 			for _, c := range kids {
 				if skip(c) {
+					continue
+				}
+				if opts.Withhold != nil && opts.Withhold(filepath.Join(dir, filepath.FromSlash(c.rel))) {
+					// Before the cap, so that a withheld entry neither
+					// takes a place nor marks the listing as cut.
+					res.Withheld++
 					continue
 				}
 				if opts.MaxEntries > 0 && count == opts.MaxEntries {

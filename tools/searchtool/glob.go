@@ -26,9 +26,11 @@ type globArgs struct {
 }
 
 func newGlob(opts Options) tool.Tool {
+	desc := describe(globDescription, opts, "{limit}", strconv.Itoa(cmp.Or(opts.GlobLimit, search.DefaultGlobLimit)),
+		"{denied}", deniedNote(opts, "Files that permission rules deny reading are left out; the output says how many."))
 	info := tool.Info{
 		Name:        GlobName,
-		Description: describe(globDescription, opts, "{limit}", strconv.Itoa(cmp.Or(opts.GlobLimit, search.DefaultGlobLimit))),
+		Description: desc,
 		Parameters:  schemaFor[globArgs](nil),
 		Kind:        tool.KindSearch,
 		ReadOnly:    true,
@@ -40,14 +42,16 @@ func newGlob(opts Options) tool.Tool {
 			return tool.Result{}, fmt.Errorf("glob: %w", err)
 		}
 		root, pattern := splitGlob(resolve(base, a.Path), a.Pattern)
-		res, err := opts.engine().Glob(ctx, root, pattern, search.GlobOptions{Limit: opts.GlobLimit, Hidden: !opts.SkipHidden})
+		denied := opts.denied(ctx, call)
+		res, err := opts.engine().Glob(ctx, root, pattern, search.GlobOptions{Limit: opts.GlobLimit, Hidden: !opts.SkipHidden, Withhold: denied})
 		if err != nil {
 			return tool.Result{}, err
 		}
-		if len(res.Files) == 0 {
-			return tool.TextResult(fmt.Sprintf("No files found matching %s in %s", a.Pattern, display(base, res.Dir))), nil
-		}
+		withheld := sieveGlob(res, denied)
 		var b strings.Builder
+		if len(res.Files) == 0 {
+			fmt.Fprintf(&b, "No files found matching %s in %s\n", a.Pattern, display(base, res.Dir))
+		}
 		for _, f := range res.Files {
 			b.WriteString(display(base, filepath.Join(res.Dir, filepath.FromSlash(f.Path))))
 			b.WriteByte('\n')
@@ -56,7 +60,12 @@ func newGlob(opts Options) tool.Tool {
 			fmt.Fprintf(&b, "(Showing the %d most recently modified of %d matching files. Use a more specific pattern or path to see others.)\n",
 				len(res.Files), res.Total)
 		}
-		return tool.TextResult(strings.TrimSuffix(b.String(), "\n")), nil
+		if withheld > 0 {
+			fmt.Fprintf(&b, "(%s withheld: permission rules deny reading %s.)\n", plural(withheld, "matching file", "matching files"), pronoun(withheld))
+		}
+		out := tool.TextResult(strings.TrimSuffix(b.String(), "\n"))
+		out.Meta = withheldMeta(withheld)
+		return out, nil
 	}
 	return presented{Tool: tool.Func(info, run), present: presentGlob}
 }

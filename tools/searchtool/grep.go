@@ -41,9 +41,11 @@ func newGrep(opts Options) tool.Tool {
 	if limit <= 0 {
 		limit = DefaultGrepLimit
 	}
+	desc := describe(grepDescription, opts, "{limit}", strconv.Itoa(limit),
+		"{denied}", deniedNote(opts, "Files that permission rules deny reading are left out: no output mode shows their lines, names or counts."))
 	info := tool.Info{
 		Name:        GrepName,
-		Description: describe(grepDescription, opts, "{limit}", strconv.Itoa(limit)),
+		Description: desc,
 		Parameters: schemaFor[grepArgs](func(p map[string]*jsonschema.Schema) {
 			p["output_mode"].Enum = []any{string(search.FilesWithMatches), string(search.Content), string(search.Count)}
 			p["head_limit"].Description += fmt.Sprintf(" (default %d)", limit)
@@ -63,11 +65,17 @@ func newGrep(opts Options) tool.Tool {
 		if err != nil {
 			return tool.Result{}, fmt.Errorf("grep: %w", err)
 		}
+		denied := opts.denied(ctx, call)
+		o.Withhold = denied
 		res, err := opts.engine().Grep(ctx, resolve(base, a.Path), o)
 		if err != nil {
 			return tool.Result{}, err
 		}
-		return tool.TextResult(formatGrep(res, base, a.LineNumber == nil || *a.LineNumber, o.Before+o.After > 0)), nil
+		// No word on withheld files to the model: see withhold.go.
+		withheld := sieveGrep(res, denied)
+		out := tool.TextResult(formatGrep(res, base, a.LineNumber == nil || *a.LineNumber, o.Before+o.After > 0))
+		out.Meta = withheldMeta(withheld)
+		return out, nil
 	}
 	return presented{Tool: tool.Func(info, run), present: presentGrep}
 }

@@ -28,7 +28,8 @@ func newLS(opts Options) tool.Tool {
 		Name: LSName,
 		Description: describe(lsDescription, opts,
 			"{depth}", strconv.Itoa(cmp.Or(opts.ListDepth, search.DefaultListDepth)),
-			"{entries}", strconv.Itoa(cmp.Or(opts.ListEntries, search.DefaultListEntries))),
+			"{entries}", strconv.Itoa(cmp.Or(opts.ListEntries, search.DefaultListEntries)),
+			"{denied}", deniedNote(opts, "Entries that permission rules deny reading are left out (a directory with its contents); the output says how many.")),
 		Parameters: schemaFor[lsArgs](nil),
 		Kind:       tool.KindRead,
 		ReadOnly:   true,
@@ -39,13 +40,17 @@ func newLS(opts Options) tool.Tool {
 		if err != nil {
 			return tool.Result{}, fmt.Errorf("ls: %w", err)
 		}
+		denied := opts.denied(ctx, call)
 		res, err := opts.engine().List(ctx, resolve(base, a.Path), search.ListOptions{
-			MaxDepth: opts.ListDepth, MaxEntries: opts.ListEntries, Hidden: !opts.SkipHidden, Ignore: a.Ignore,
+			MaxDepth: opts.ListDepth, MaxEntries: opts.ListEntries, Hidden: !opts.SkipHidden, Ignore: a.Ignore, Withhold: denied,
 		})
 		if err != nil {
 			return tool.Result{}, err
 		}
-		return tool.TextResult(formatTree(res, base)), nil
+		withheld := sieveList(res, denied)
+		out := tool.TextResult(formatTree(res, base))
+		out.Meta = withheldMeta(withheld)
+		return out, nil
 	}
 	return presented{Tool: tool.Func(info, run), present: presentLS}
 }
@@ -77,6 +82,9 @@ func formatTree(res *search.ListResult, base string) string {
 		fmt.Fprintf(&b, "(Listing cut at %d entries, upper levels first. List a subdirectory, or use glob, to see more.)\n", len(res.Entries))
 	} else if res.DepthLimited {
 		b.WriteString("(Deeper directories are not expanded. List a subdirectory to see inside.)\n")
+	}
+	if res.Withheld > 0 {
+		fmt.Fprintf(&b, "(%s withheld: permission rules deny reading %s.)\n", plural(res.Withheld, "entry", "entries"), pronoun(res.Withheld))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -1,6 +1,7 @@
 package searchtool
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,6 +43,16 @@ type Options struct {
 	// are often what a model looks for); version-control directories such
 	// as .git never are.
 	SkipHidden bool
+	// Denied, when set, keeps files that permission rules deny reading out
+	// of results: the decision on a search sees only the directory it
+	// names, not the files the search opens. It is called once per call
+	// (before the search runs) and returns that call's check, which
+	// reports whether an absolute path must not be shown; nil means
+	// nothing is denied. The check may be called concurrently and should
+	// be cheap: it runs for every file with a match (grep), every
+	// matching file (glob) and every entry (ls), before the caps. The app
+	// sets it to the permission checker's (permission.Checker.SearchFilter).
+	Denied func(ctx context.Context, call tool.Call) func(path string) bool
 }
 
 func (o Options) engine() search.Engine {
@@ -142,6 +153,14 @@ func describe(text string, opts Options, pairs ...string) string {
 		hidden = "Hidden files and directories (names starting with `.`) are skipped."
 	}
 	return strings.NewReplacer(append(pairs, "{hidden}", hidden)...).Replace(text)
+}
+
+// pronoun is "it" or "them" for n things.
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 func plural(n int, one, many string) string {

@@ -97,7 +97,7 @@ func TestToolsInfo(t *testing.T) {
 		if !info.ReadOnly || !info.Concurrent {
 			t.Errorf("%s: ReadOnly %v Concurrent %v", info.Name, info.ReadOnly, info.Concurrent)
 		}
-		for _, ph := range []string{"{limit}", "{hidden}", "{depth}", "{entries}"} {
+		for _, ph := range []string{"{limit}", "{hidden}", "{depth}", "{entries}", "{denied}"} {
 			if strings.Contains(info.Description, ph) {
 				t.Errorf("%s: unfilled placeholder %s in description", info.Name, ph)
 			}
