@@ -2,9 +2,11 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/kernel"
@@ -44,6 +46,26 @@ type loopAgent struct {
 	stepCancel   context.CancelCauseFunc
 	idleWaiters  []chan struct{}
 	done         chan struct{}
+
+	// holding is set (under mu) while a step's tool calls await their
+	// results: from just before the assistant/message carrying them until
+	// every call is answered. Inject then queues its context in held
+	// instead of appending it, so nothing lands between a call and its
+	// result; the driver appends held context, in arrival order, right
+	// after the step's results (see turnState.settle). holdFlag mirrors
+	// holding for Inject's append condition, which runs under the
+	// session's lock.
+	holding  bool
+	held     []heldContext
+	holdFlag atomic.Bool
+}
+
+// heldContext is context that arrived while a step's tools were in flight.
+// step marks context the step itself attached (post-execute): failing to
+// record it fails the step, as an inline append would have.
+type heldContext struct {
+	queued
+	step bool
 }
 
 var errDisposedCause = errors.New("disposed")
@@ -128,6 +150,14 @@ func (a *loopAgent) Steer(ctx context.Context, content []llm.Block, src llm.Sour
 
 // Inject records context: inside the open turn, or in a one-shot injection
 // turn (flushed in the background) when none is open.
+//
+// While a step's tool calls await their results (from the assistant/message
+// carrying them to the last tool/result of the step) the context is held
+// and Inject returns nil at once: the driver records it, in arrival order,
+// right after the step's results and before step/end. Providers reject a
+// history with a message between an assistant's tool calls and their
+// results, and completion notices (background bash tasks) or a tool's own
+// Inject can arrive at any time.
 func (a *loopAgent) Inject(ctx context.Context, content []llm.Block, src llm.Source) error {
 	src = src.OrUser()
 	a.mu.Lock()
@@ -139,10 +169,14 @@ func (a *loopAgent) Inject(ctx context.Context, content []llm.Block, src llm.Sou
 	prompt := session.Prompt{Content: content, Source: src}
 	op := session.AppendOp
 	for {
+		if held, err := a.holdContext(queued{content: content, src: src}, false); held || err != nil {
+			return err
+		}
 		st := a.sess.Turns()
 		if st.Open {
-			// Land inside the open turn, unless it closes under us.
-			_, err := a.sess.AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open }, session.TypeContextMessage, prompt, &op)
+			// Land inside the open turn, unless it closes under us or a
+			// step's tools started meanwhile (then hold it).
+			_, err := a.sess.AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open && !a.holdFlag.Load() }, session.TypeContextMessage, prompt, &op)
 			if errors.Is(err, session.ErrCondition) {
 				continue
 			}
@@ -174,6 +208,54 @@ func (a *loopAgent) Inject(ctx context.Context, content []llm.Block, src llm.Sou
 		}
 		return err
 	}
+}
+
+// holdContext queues m for the driver when a step's tools are in flight and
+// reports whether it did. Context the step itself attached (step) is always
+// queued: the driver releases it when it settles the step.
+//
+// Context from elsewhere is checked before it is held, so content the log
+// would refuse (not JSON) is still refused to the caller.
+func (a *loopAgent) holdContext(m queued, step bool) (bool, error) {
+	if !step {
+		if !a.holdFlag.Load() {
+			return false, nil
+		}
+		if _, err := json.Marshal(session.Prompt{Content: m.content, Source: m.src}); err != nil {
+			return false, fmt.Errorf("session: event %q carries non-JSON data: %w", session.TypeContextMessage, err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.holding && !step {
+		return false, nil // released meanwhile: append it directly
+	}
+	m.content = llm.CloneBlocks(m.content)
+	a.held = append(a.held, heldContext{queued: m, step: step})
+	return true, nil
+}
+
+// beginHold starts holding injected context; the driver calls it before it
+// appends an assistant/message with tool calls.
+func (a *loopAgent) beginHold() {
+	a.mu.Lock()
+	a.holding = true
+	a.holdFlag.Store(true)
+	a.mu.Unlock()
+}
+
+// takeHeld returns the held context, or, when there is none, stops holding
+// (so the check and the release are one step and nothing is stranded).
+func (a *loopAgent) takeHeld() []heldContext {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	items := a.held
+	a.held = nil
+	if len(items) == 0 {
+		a.holding = false
+		a.holdFlag.Store(false)
+	}
+	return items
 }
 
 // Cancel stops the running turn and drops queued input.

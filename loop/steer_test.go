@@ -84,7 +84,9 @@ func TestSteerFromListeners(t *testing.T) {
 }
 
 // §16 D35/D36: injection when idle opens a one-shot turn without calling the
-// model; inside a running turn it lands at once.
+// model; inside a running turn it lands at once, except while a step's tool
+// calls await their results: then it lands right after the results, so no
+// message sits between a call and its result.
 func TestInject(t *testing.T) {
 	hs := newHarness(t, scripted.Text("ok"), scripted.Call("c1", "watch", map[string]any{}, ""), scripted.Text("fine"))
 	a := hs.agent(agent.Options{})
@@ -111,7 +113,7 @@ func TestInject(t *testing.T) {
 			seen = append(seen, e.Type)
 		}
 	}
-	eq(t, seen, []string{"tool/call", "context/message", "tool/result"})
+	eq(t, seen, []string{"tool/call", "tool/result", "context/message"})
 	if a.Session().LastTurn() != 3 {
 		t.Fatalf("turns %d", a.Session().LastTurn())
 	}

@@ -28,6 +28,19 @@ type turnState struct {
 	lastDrained   bool
 	opened        bool // this turn's turn/start is in the log
 	callSeqs      []callRef
+	// owed are the tool calls of the open step's assistant/message that
+	// have no tool/result yet. settle answers each before step/end.
+	owed []owedCall
+	// notRun explains, in the synthetic results settle records, why the
+	// open step's remaining calls did not run ("" until the step fails).
+	notRun string
+}
+
+// owedCall is a tool call awaiting its result; seq is its tool/call event,
+// or -1 while the call was never prepared.
+type owedCall struct {
+	id  llm.CallID
+	seq int64
 }
 
 func (t *turnState) failTurn(err error) {
@@ -40,16 +53,129 @@ func (t *turnState) failTurn(err error) {
 }
 
 // closeStep appends step/end once; it reports whether that append failed.
+// Before step/end it settles the step: every tool call of the step's
+// assistant/message gets a result, then held context is recorded.
 func (t *turnState) closeStep() bool {
+	failed := false
+	if err := t.settle(t.notRun); err != nil {
+		t.failTurn(toError(err))
+		failed = true
+	}
 	if !t.stepOpen {
-		return false
+		return failed
 	}
 	t.stepOpen = false
 	if _, err := t.a.sess.Append(t.bg, session.TypeStepEnd, session.StepBoundary{Turn: t.turn, Step: t.step}); err != nil {
 		t.failTurn(toError(err))
 		return true
 	}
-	return false
+	return failed
+}
+
+// owe records the tool calls of the step's assistant/message as owed a
+// result.
+func (t *turnState) owe(calls []llm.Block) {
+	t.owed = t.owed[:0]
+	for _, b := range calls {
+		t.owed = append(t.owed, owedCall{id: b.ID, seq: -1})
+	}
+}
+
+// called notes the tool/call event of an owed call.
+func (t *turnState) called(id llm.CallID, seq int64) {
+	for i := range t.owed {
+		if t.owed[i].id == id {
+			t.owed[i].seq = seq
+			return
+		}
+	}
+}
+
+// answered notes that an owed call has its tool/result.
+func (t *turnState) answered(id llm.CallID) {
+	for i := range t.owed {
+		if t.owed[i].id == id {
+			t.owed = append(t.owed[:i], t.owed[i+1:]...)
+			return
+		}
+	}
+}
+
+// settle keeps the step's history well-formed whatever ended it: once an
+// assistant/message with tool calls is in the log, every one of those calls
+// gets a tool/result before step/end. Calls that never ran (a cancel, a
+// disposal or a failure stopped the step first; a parallel batch cancelled
+// while it was prepared) get a synthetic error result, code
+// [session.CodeNotRun], whose text is why ("not run: the turn was cancelled
+// (<reason>)"); its provenance is the call's tool/call when one was
+// recorded. Context injected while the tools were in flight is recorded
+// next, in arrival order (see loopAgent.Inject). settle is idempotent.
+func (t *turnState) settle(why string) error {
+	var first error
+	if len(t.owed) > 0 {
+		if why == "" {
+			why = "not run: the step ended before this call ran"
+		}
+		owed := t.owed
+		t.owed = nil
+		for _, c := range owed {
+			var src []int64
+			if c.seq >= 0 {
+				src = []int64{c.seq}
+			}
+			tr := session.ToolResult{Turn: t.turn, Step: t.step, CallID: c.id, Content: []llm.Block{llm.Text(why)}, IsError: true,
+				Error: &session.ErrorInfo{Name: "NotRunError", Code: session.CodeNotRun}}
+			if _, err := t.a.sess.AppendSurface(t.bg, session.TypeToolResult, tr, session.AppendOp, src); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if err := t.releaseHeld(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// releaseHeld records the context held while the step's tools ran and stops
+// holding. Context that arrives while it appends is held too and recorded
+// after, so arrival order is kept. A failure to record context the step
+// attached (post-execute) fails the step, as before; a failing listener on
+// context from elsewhere is only logged (the event is in the log).
+func (t *turnState) releaseHeld() error {
+	a := t.a
+	var first error
+	for {
+		items := a.takeHeld()
+		if len(items) == 0 {
+			return first
+		}
+		for _, m := range items {
+			_, err := a.sess.AppendSurface(t.bg, session.TypeContextMessage, session.Prompt{Content: m.content, Source: m.src}, session.AppendOp, nil)
+			switch {
+			case err == nil:
+			case m.step:
+				if first == nil {
+					first = err
+				}
+			default:
+				a.l.d.Logger.Warn("context/message listener failed for context held during tool calls", "agent", a.id, "turn", t.turn, "err", err)
+			}
+		}
+	}
+}
+
+// notRunText is the content of the synthetic results of calls a step did
+// not run: disposal, then cancellation (cause), then the step's error.
+func notRunText(disposed bool, cancelled, err error) string {
+	switch {
+	case disposed:
+		return "not run: the agent was disposed"
+	case cancelled != nil:
+		return "not run: the turn was cancelled (" + cancelled.Error() + ")"
+	case err != nil:
+		return "not run: the step failed (" + err.Error() + ")"
+	}
+	return ""
 }
 
 func (t *turnState) closeTurn() {
@@ -175,6 +301,7 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 				return nil
 			}
 			t.stepOpen = true
+			t.notRun = ""
 			if _, err := a.sess.Append(t.bg, session.TypeStepStart, session.StepBoundary{Turn: turn, Step: t.step}); err != nil {
 				clearStep()
 				return err
@@ -189,6 +316,13 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 			cause := context.Cause(stepCtx)
 			clearStep()
 			if err != nil {
+				if len(t.owed) > 0 {
+					var cancelled error
+					if aborted {
+						cancelled = cause
+					}
+					t.notRun = notRunText(a.isDisposed(), cancelled, err)
+				}
 				t.closeStep()
 				switch {
 				case a.isDisposed():
@@ -251,6 +385,9 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 	if err != nil {
 		if !t.opened {
 			return a.sess.LastTurn() + 1, err
+		}
+		if len(t.owed) > 0 && t.notRun == "" {
+			t.notRun = notRunText(a.isDisposed(), nil, err)
 		}
 		t.closeStep()
 		if a.isDisposed() && !t.errorReported {
@@ -418,25 +555,36 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 		msg = withoutToolCalls(msg)
 	}
 	msg.Content = fixCallIDs(msg.Content, t.step)
-	if len(msg.Content) > 0 || as.Usage() != nil {
-		var src []int64
-		if len(chunkSeqs) > 0 {
-			src = chunkSeqs
-		}
-		if _, err := a.sess.AppendSurface(t.bg, session.TypeAssistantMessage, session.AssistantMessage{
-			Turn: t.turn, Step: t.step, Content: msg.Content, Usage: as.Usage(), Model: req.Model,
-		}, session.AppendOp, src); err != nil {
-			return stepOutcome{}, err
-		}
-	}
-	if truncated {
-		return stepOutcome{finish: fin}, nil
-	}
 	var calls []llm.Block
 	for _, b := range msg.Content {
 		if b.Type == llm.BlockToolCall {
 			calls = append(calls, b)
 		}
+	}
+	if len(msg.Content) > 0 || as.Usage() != nil {
+		var src []int64
+		if len(chunkSeqs) > 0 {
+			src = chunkSeqs
+		}
+		if len(calls) > 0 {
+			// From here until the calls are answered, injected context
+			// waits (released by settle, at the latest in closeStep).
+			a.beginHold()
+		}
+		ev, err := a.sess.AppendSurface(t.bg, session.TypeAssistantMessage, session.AssistantMessage{
+			Turn: t.turn, Step: t.step, Content: msg.Content, Usage: as.Usage(), Model: req.Model,
+		}, session.AppendOp, src)
+		if ev.Type != "" {
+			// In the log (a listener may still have failed): each call
+			// is owed a result before step/end.
+			t.owe(calls)
+		}
+		if err != nil {
+			return stepOutcome{}, err
+		}
+	}
+	if truncated {
+		return stepOutcome{finish: fin}, nil
 	}
 	if err := a.runTools(ctx, t, calls); err != nil {
 		return stepOutcome{}, err
@@ -487,12 +635,32 @@ func fixCallIDs(content []llm.Block, step int) []llm.Block {
 
 // runTools executes a step's calls: in parallel when every call may run
 // concurrently, else one by one. tool/call events precede execution; results
-// are recorded in call order; context attached by post-execute lands after
-// all results.
-func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Block) error {
+// are recorded in call order. Context attached by post-execute, and context
+// injected from anywhere while the calls run, lands after all results.
+//
+// Whatever stops the step (a cancel, a disposal, a failed append), every
+// call is answered before runTools returns: the calls that did not run get
+// a synthetic "not run" error result (see turnState.settle), so the history
+// the next request is derived from pairs every tool call with a result.
+// This departs from the reference loop, which leaves the remaining calls
+// of a cancelled step unanswered; providers reject such a history.
+func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Block) (err error) {
 	if len(calls) == 0 {
 		return nil
 	}
+	defer func() {
+		why := ""
+		if len(t.owed) > 0 {
+			var cancelled error
+			if ctx.Err() != nil {
+				cancelled = context.Cause(ctx)
+			}
+			why = notRunText(a.isDisposed(), cancelled, err)
+		}
+		if serr := t.settle(why); serr != nil && err == nil {
+			err = serr
+		}
+	}()
 	reg := a.l.d.Tools
 	opts := tool.ExecOptions{
 		Visible:  a.opts.Tools,
@@ -512,7 +680,6 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 			}
 		},
 	}
-	var pending []*tool.Context
 	record := func(out tool.Outcome) error {
 		tr := session.ToolResult{Turn: t.turn, Step: t.step, CallID: out.Call.ID, Content: out.Result.Content, IsError: out.Result.IsError, Meta: out.Result.Meta}
 		if tr.Content == nil {
@@ -524,11 +691,16 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 		if out.Error != nil {
 			tr.Error = &session.ErrorInfo{Name: out.Error.Name, Code: out.Error.Code}
 		}
-		if _, err := a.sess.AppendSurface(t.bg, session.TypeToolResult, tr, session.AppendOp, []int64{callSeq(t, out.Call.ID)}); err != nil {
+		ev, err := a.sess.AppendSurface(t.bg, session.TypeToolResult, tr, session.AppendOp, []int64{callSeq(t, out.Call.ID)})
+		if ev.Type != "" {
+			t.answered(out.Call.ID)
+		}
+		if err != nil {
 			return err
 		}
 		if out.Context != nil {
-			pending = append(pending, out.Context)
+			// Recorded with held context, after all results (settle).
+			_, _ = a.holdContext(queued{content: out.Context.Content, src: out.Context.Source.OrUser()}, true)
 		}
 		return nil
 	}
@@ -541,16 +713,20 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 			tc.RewrittenBy = p.Decision.By
 		}
 		ev, err := a.sess.Append(t.bg, session.TypeToolCall, tc)
+		if ev.Type != "" {
+			t.callSeqs = append(t.callSeqs, callRef{id: b.ID, seq: ev.Seq})
+			t.called(b.ID, ev.Seq)
+		}
 		if err != nil {
 			return nil, err
 		}
-		t.callSeqs = append(t.callSeqs, callRef{id: b.ID, seq: ev.Seq})
 		return p, nil
 	}
 	if len(calls) > 1 && allConcurrent(reg, a.opts.Tools, calls) {
 		ps := make([]*tool.Pending, 0, len(calls))
 		for _, b := range calls {
 			if ctx.Err() != nil {
+				// The prepared calls never run: settle answers them.
 				return context.Cause(ctx)
 			}
 			p, err := prepare(b)
@@ -580,10 +756,15 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 			}()
 		}
 		wg.Wait()
+		// Every call ran: record every outcome, even past a failing append.
+		var first error
 		for _, out := range outs {
-			if err := record(out); err != nil {
-				return err
+			if err := record(out); err != nil && first == nil {
+				first = err
 			}
+		}
+		if first != nil {
+			return first
 		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -603,11 +784,6 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-		}
-	}
-	for _, c := range pending {
-		if err := a.Inject(t.bg, c.Content, c.Source); err != nil {
-			return err
 		}
 	}
 	return nil

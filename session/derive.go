@@ -16,12 +16,14 @@ type node struct {
 // deriver folds the log into the surface and the message history, one event
 // at a time. out is append-only while the surface only grows; a replace or
 // a tool-argument rewrite marks it dirty and the next read rebuilds it.
+// pair turns out into the history the model sees (see pairing).
 type deriver struct {
 	processed int // events folded so far
 	nodes     []node
 	out       []llm.Message
 	dirty     bool
 	err       error
+	pair      pairing
 }
 
 func (d *deriver) messages(events []Event) ([]llm.Message, error) {
@@ -42,8 +44,179 @@ func (d *deriver) messages(events []Event) ([]llm.Message, error) {
 			}
 		}
 		d.dirty = false
+		d.pair.reset()
 	}
-	return d.out[:len(d.out):len(d.out)], nil
+	return d.pair.view(d.out), nil
+}
+
+// UnansweredText is the model-facing content of the result the derived
+// history gives a tool call that has none in the log. The loop answers
+// every call before its step ends; logs written by older builds may hold a
+// cancelled step's calls without results.
+const UnansweredText = "No result was recorded for this tool call: it did not run (the turn was cancelled or the step failed)."
+
+// pairing keeps the derived history in the shape every provider accepts:
+// an assistant message's tool calls are followed by their results and by
+// nothing else until the last of them. The log itself can break that shape
+// in two ways, both from older builds (or foreign writers):
+//
+//   - a message recorded while the calls were in flight (context injected
+//     mid-tool) sits between a call and its result: it is moved after the
+//     results;
+//   - a call has no result at all (a cancelled step): once the history has
+//     moved on (a later message that is not a result), the call gets a
+//     synthetic error result (UnansweredText) right after the real ones.
+//
+// A call whose result may still come (the newest assistant message, with
+// only results after it) is left alone. The log is never changed; only the
+// view is.
+//
+// Normal histories are returned as the deriver's own slice, unchanged and
+// without copying. Work is incremental: out[:in] is settled (it ends where
+// no call awaits a result) and never looked at again until a rebuild.
+type pairing struct {
+	in    int           // out[:in] is settled
+	fixed []llm.Message // the view of out[:in]; nil while that is out[:in] itself
+	// scratch of the last scan
+	open []llm.CallID // calls without a result
+	res  []int        // indexes of result messages
+	def  []int        // indexes of other messages, to move after the results
+}
+
+func (p *pairing) reset() {
+	p.in, p.fixed = 0, nil
+}
+
+// view returns the model's history for out (clipped: appending is safe).
+func (p *pairing) view(out []llm.Message) []llm.Message {
+	tailChanged := false
+	for p.in < len(out) {
+		i := p.in
+		if !hasToolCall(out[i]) {
+			if p.fixed != nil {
+				p.fixed = append(p.fixed, out[i])
+			}
+			p.in++
+			continue
+		}
+		end, settled, changed := p.scan(out, i)
+		if !settled {
+			tailChanged = changed
+			break
+		}
+		switch {
+		case changed:
+			if p.fixed == nil {
+				p.fixed = append(make([]llm.Message, 0, len(out)+len(p.open)), out[:i]...)
+			}
+			p.fixed = p.emit(p.fixed, out, i)
+		case p.fixed != nil:
+			p.fixed = append(p.fixed, out[i:end]...)
+		}
+		p.in = end
+	}
+	if p.fixed == nil && !tailChanged {
+		return out[:len(out):len(out)]
+	}
+	if p.in == len(out) {
+		return p.fixed[:len(p.fixed):len(p.fixed)]
+	}
+	prefix := p.fixed
+	if prefix == nil {
+		prefix = out[:p.in]
+	}
+	v := make([]llm.Message, 0, len(prefix)+len(out)-p.in+len(p.open))
+	v = append(v, prefix...)
+	if tailChanged {
+		return p.emit(v, out, p.in)
+	}
+	return append(v, out[p.in:]...)
+}
+
+// scan reads the tool phase that starts at out[s], an assistant message
+// with tool calls, into the scratch. It returns where the phase ends,
+// whether it is over (every call answered, or a later assistant message),
+// and whether its view differs from out[s:end].
+func (p *pairing) scan(out []llm.Message, s int) (end int, settled, changed bool) {
+	p.open, p.res, p.def = p.open[:0], p.res[:0], p.def[:0]
+	for _, b := range out[s].Content {
+		if b.Type == llm.BlockToolCall {
+			p.open = append(p.open, b.ID)
+		}
+	}
+	for j := s + 1; j < len(out); j++ {
+		m := out[j]
+		switch {
+		case isResult(m):
+			p.res = append(p.res, j)
+			for _, b := range m.Content {
+				if b.Type != llm.BlockToolResult {
+					continue
+				}
+				for k, id := range p.open {
+					if id == b.ToolCallID {
+						p.open = append(p.open[:k], p.open[k+1:]...)
+						break
+					}
+				}
+			}
+			if len(p.open) == 0 {
+				return j + 1, true, len(p.def) > 0
+			}
+		case m.Role == llm.RoleAssistant:
+			// The model was asked again: the open calls never got a result.
+			return j, true, true
+		default:
+			p.def = append(p.def, j)
+		}
+	}
+	// The newest phase. With only results after the calls, the rest may
+	// still come (tools in flight); a later message means they will not.
+	return len(out), false, len(p.def) > 0
+}
+
+// emit appends the view of the phase just scanned (starting at out[s]): the
+// calls, their results, synthetic results for calls without one, then the
+// messages recorded in between.
+func (p *pairing) emit(v, out []llm.Message, s int) []llm.Message {
+	v = append(v, out[s])
+	for _, j := range p.res {
+		v = append(v, out[j])
+	}
+	for _, id := range p.open {
+		v = append(v, llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockToolResult, ToolCallID: id,
+			Content: []llm.Block{llm.Text(UnansweredText)}, IsError: true}}})
+	}
+	for _, j := range p.def {
+		v = append(v, out[j])
+	}
+	return v
+}
+
+func hasToolCall(m llm.Message) bool {
+	if m.Role != llm.RoleAssistant {
+		return false
+	}
+	for _, b := range m.Content {
+		if b.Type == llm.BlockToolCall {
+			return true
+		}
+	}
+	return false
+}
+
+// isResult reports whether m carries tool results (derived results are a
+// user message with one tool_result block).
+func isResult(m llm.Message) bool {
+	if m.Role != llm.RoleUser {
+		return false
+	}
+	for _, b := range m.Content {
+		if b.Type == llm.BlockToolResult {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *deriver) fold(events []Event, e Event) error {

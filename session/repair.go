@@ -11,6 +11,12 @@ import (
 // call that was cut off by a crash.
 const InterruptedText = "Tool call interrupted by a crash; no result was recorded."
 
+// CodeNotRun is the error code of the synthetic result the loop records for
+// a call of a step that ended before the call ran or finished (a cancel, a
+// disposal, a step error): every call of an assistant/message is answered
+// before its step/end.
+const CodeNotRun = "not-run"
+
 // InterruptedClosers returns the events that close a log whose last turn is
 // still open (a crash, a kill -9): an error result for every call of the
 // open step that has none, the step's step/end, and turn/end{interrupted}.

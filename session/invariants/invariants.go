@@ -1,6 +1,7 @@
 // Package invariants is dsh's development contract checker for session logs:
 // turn and step nesting, contiguous numbering, seq order, surface rules,
-// provenance and tool-call/result pairing. Every test harness enables it
+// provenance and tool-call/result pairing (every tool call of a step's
+// assistant/message has its tool/result before that step's step/end). Every test harness enables it
 // live (a violation fails the append that caused it); persistence tests run
 // [CheckLog] over reloaded logs.
 package invariants
@@ -8,6 +9,7 @@ package invariants
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/dshq/dsh/agent"
@@ -32,9 +34,15 @@ type Tracker struct {
 	openStep int
 	nextTurn int
 	nextStep int
-	pending  map[llm.CallID]bool
+	pending  map[llm.CallID]bool // tool/call events of the open step without a result
+	owed     []llm.CallID        // tool calls of the open step's assistant/message without a result
 	known    map[int64]bool
 	surface  []int64
+	// seeding relaxes the checks a log written by an older build may fail
+	// (its calls were not all answered before step/end) while Install
+	// replays a session's seed: such a log is still resumed, and the
+	// derived history repairs it for the model.
+	seeding bool
 }
 
 // NewTracker returns a tracker for an empty log.
@@ -185,15 +193,34 @@ func (t *Tracker) byType(e session.Event) error {
 		if err := t.needStep(e, sb.Turn, sb.Step); err != nil {
 			return err
 		}
+		if len(t.owed) > 0 && !t.seeding {
+			return violation("step/end %d (seq %d) leaves tool call %s of the step's assistant/message without a tool/result", sb.Step, e.Seq, t.owed[0])
+		}
 		t.inStep = false
 		t.nextStep++
 		clear(t.pending)
-	case session.TypeAssistantChunk, session.TypeAssistantMessage:
+		t.owed = t.owed[:0]
+	case session.TypeAssistantChunk:
 		sb, err := session.Decode[session.StepBoundary](e)
 		if err != nil {
 			return err
 		}
 		return t.needStep(e, sb.Turn, sb.Step)
+	case session.TypeAssistantMessage:
+		am, err := session.Decode[session.AssistantMessage](e)
+		if err != nil {
+			return err
+		}
+		if err := t.needStep(e, am.Turn, am.Step); err != nil {
+			return err
+		}
+		if e.SurfaceOp == nil || !e.SurfaceOp.Replace {
+			for _, b := range am.Content {
+				if b.Type == llm.BlockToolCall {
+					t.owed = append(t.owed, b.ID)
+				}
+			}
+		}
 	case session.TypeToolCall:
 		tc, err := session.Decode[session.ToolCall](e)
 		if err != nil {
@@ -219,11 +246,16 @@ func (t *Tracker) byType(e session.Event) error {
 		if err := t.needStep(e, tr.Turn, tr.Step); err != nil {
 			return err
 		}
-		synthetic := tr.IsError && tr.Error != nil && tr.Error.Code == "interrupted"
+		// Crash repair and the loop's "not run" results answer calls that
+		// may never have been recorded as tool/call.
+		synthetic := tr.IsError && tr.Error != nil && (tr.Error.Code == "interrupted" || tr.Error.Code == session.CodeNotRun)
 		if !t.pending[tr.CallID] && !synthetic {
 			return violation("tool/result %s (seq %d) has no tool/call in this step", tr.CallID, e.Seq)
 		}
 		delete(t.pending, tr.CallID)
+		if i := slices.Index(t.owed, tr.CallID); i >= 0 {
+			t.owed = slices.Delete(t.owed, i, i+1)
+		}
 	default:
 		if !t.inTurn {
 			return violation("%s (seq %d) appended outside any open turn (every event must be turn-enclosed)", e.Type, e.Seq)
@@ -240,11 +272,13 @@ func Install(scope *kernel.Scope, st *session.Store) error {
 	trackers := map[*session.Session]*Tracker{}
 	seed := func(s *session.Session) (*Tracker, error) {
 		t := NewTracker()
+		t.seeding = true
 		for _, e := range s.Events() {
 			if err := t.Check(e); err != nil {
 				return nil, fmt.Errorf("invariants: seed of %s: %w", s.ID(), err)
 			}
 		}
+		t.seeding = false
 		return t, nil
 	}
 	if err := scope.Add(st.Created.Listen(func(_ context.Context, s *session.Session) error {
@@ -265,6 +299,7 @@ func Install(scope *kernel.Scope, st *session.Store) error {
 		t := trackers[a.Session]
 		if t == nil {
 			t = NewTracker()
+			t.seeding = true
 			for _, e := range a.Session.Events() {
 				if e.Seq >= a.Event.Seq {
 					break
@@ -273,6 +308,7 @@ func Install(scope *kernel.Scope, st *session.Store) error {
 					return err
 				}
 			}
+			t.seeding = false
 			trackers[a.Session] = t
 		}
 		return t.Check(a.Event)

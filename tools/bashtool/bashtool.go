@@ -115,7 +115,10 @@ func (s *state) bindLifetime(h tool.Host) error {
 
 // notifier returns the OnDone callback announcing a finished task to the
 // agent that started it. The notice is context for the agent's next model
-// request; it does not wake an idle agent.
+// request; it does not wake an idle agent. It runs on the executor's
+// goroutine, so it may arrive while the agent's tools are running: the
+// agent loop then holds it until the step's tool results are recorded, so
+// it never lands between a tool call and its result.
 func (s *state) notifier(h tool.Host) func(bash.Task) {
 	if h == nil {
 		return nil
