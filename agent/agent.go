@@ -60,8 +60,9 @@ type Agent interface {
 	Send(ctx context.Context, content []llm.Block, src llm.Source) error
 	// Steer joins the running turn between steps; when idle it is Send.
 	Steer(ctx context.Context, content []llm.Block, src llm.Source) error
-	// Inject adds context without running the model: into the open turn, or
-	// in a one-shot injection turn when none is open.
+	// Inject adds context without running the model: into the open turn
+	// (after the results of tool calls in flight, never between a call and
+	// its result), or in a one-shot injection turn when none is open.
 	Inject(ctx context.Context, content []llm.Block, src llm.Source) error
 	// Cancel stops the running turn (and drops queued input).
 	Cancel(reason string)

@@ -71,7 +71,9 @@ type Host interface {
 	Cwd() string
 	// Append records a tool-owned session event inside the open turn.
 	Append(ctx context.Context, typ string, data any) error
-	// Inject adds model-facing context; while a turn is open it lands at once.
+	// Inject adds model-facing context; while a turn is open it lands at
+	// once, except while a step's tool calls await their results: then it
+	// follows those results (nothing may sit between a call and its result).
 	Inject(ctx context.Context, content []llm.Block, src llm.Source) error
 	// Scope closes when the agent is disposed.
 	Scope() *kernel.Scope
