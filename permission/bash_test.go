@@ -285,3 +285,241 @@ func TestInvalidRulesAreReportedWithTheirFile(t *testing.T) {
 		t.Errorf("every invalid rule should be reported: %v", err)
 	}
 }
+
+// TestBashReviewedBypasses holds command lines a review found running
+// more than the rules allow (each checked against real bash), next to
+// look-alikes that must keep their verdict. Each case names its own rules,
+// since the bypasses need different ones.
+func TestBashReviewedBypasses(t *testing.T) {
+	e := newEnv(t)
+	const pwn = "touch /tmp/pwn"
+	type rs struct{ allow, deny []string }
+	var (
+		none       = rs{}
+		denyTouch  = rs{deny: []string{"Bash(touch:*)"}}
+		gitDiff    = rs{allow: []string{"Bash(git diff:*)"}}
+		gitPush    = rs{allow: []string{"Bash(git:*)"}, deny: []string{"Bash(git push:*)"}}
+		etcEdit    = rs{deny: []string{"Edit(//etc/**)"}}
+		rootRead   = rs{allow: []string{"Bash(cat:*)"}, deny: []string{"Read(//root/**)"}}
+		gitStatus  = rs{allow: []string{"Bash(git status:*)"}}
+		denyRm     = rs{deny: []string{"Bash(rm:*)"}}
+		planTools  = rs{allow: []string{"Bash(sed:*)", "Bash(git grep:*)", "Bash(sort:*)"}}
+		gitAll     = rs{allow: []string{"Bash(git:*)"}}
+		mapfileOK  = rs{allow: []string{"Bash(mapfile:*)", "Bash(git diff:*)"}}
+		getoptsOK  = rs{allow: []string{"Bash(getopts:*)", "Bash(git diff:*)"}}
+		sourceOK   = rs{allow: []string{"Bash(source:*)"}}
+		sortDateOK = rs{allow: []string{"Bash(sort:*)", "Bash(date:*)"}}
+	)
+	tests := []struct {
+		line  string
+		mode  Mode
+		rules rs
+		want  Behavior
+	}{
+		// 1. A variable name with a subscript is arithmetic, and bash
+		// runs the command substitutions in it.
+		{`printf -v 'a[$(` + pwn + `)]' %s 1`, ModeDefault, none, Ask},
+		{`printf -v'a[$(` + pwn + `)]' %s 1`, ModeDefault, none, Ask},
+		{`read 'a[$(` + pwn + `)]' <<< 1`, ModeDefault, none, Ask},
+		{`test -v 'a[$(` + pwn + `)]'`, ModeDefault, none, Ask},
+		{`[ -v 'a[$(` + pwn + `)]' ]`, ModeDefault, none, Ask},
+		{`[ ! -v 'a[$(` + pwn + `)]' ]`, ModeDefault, none, Ask},
+		{`[[ -v 'a[$(` + pwn + `)]' ]]`, ModeDefault, none, Ask},
+		{`x='a[$(` + pwn + `)]'; [[ -v $x ]]`, ModeDefault, none, Ask},
+		{`sleep 1 & wait -n -p 'a[$(` + pwn + `)]'`, ModeDefault, none, Ask},
+		{`x='-pa[$(` + pwn + `)]'; sleep 1 & wait "$x" $!`, ModeDefault, none, Ask},
+		{`a=(1); unset 'a[$(` + pwn + `)]'`, ModeDefault, denyTouch, Ask},
+		{`a=(1); unset 'a[$(` + pwn + `)]'`, ModeBypass, denyTouch, Ask},
+		{`printf -v 'a[$(` + pwn + `)]' %s 1`, ModePlan, none, Deny},
+		{`[ -v 'a[$(` + pwn + `)]' ]`, ModePlan, none, Deny},
+		{`declare 'a[$(` + pwn + `)]=1'`, ModeDefault, none, Ask},
+		{`declare -i n; n='a[$(` + pwn + `)]'`, ModeDefault, none, Ask},
+		{`x='a[$(` + pwn + `)]'; echo ${!x}`, ModeDefault, none, Ask},
+		{`x='a[$(` + pwn + `)]'; echo "${!x:-d}"`, ModeDefault, none, Ask},
+		{`echo "${!1}"`, ModeDefault, none, Ask},
+		{`mapfile 'a[$(` + pwn + `)]' < list`, ModeDefault, mapfileOK, Ask},
+		{`mapfile -C '` + pwn + `' -c 1 lines < list`, ModeDefault, mapfileOK, Ask},
+		// A word known only at run time may be the option or the name.
+		{`a=-v; b='a[$(` + pwn + `)]'; printf "$a" "$b" 1`, ModeDefault, none, Ask},
+		{`x='-v a[$(touch${IFS}/tmp/pwn)]'; [ $x ]`, ModeDefault, none, Ask},
+		{`x='-v a[$(touch${IFS}/tmp/pwn)]'; test $x`, ModeDefault, none, Ask},
+		{`x='a[$(touch${IFS}/tmp/pwn)]'; read $x <<< 1`, ModeDefault, none, Ask},
+		{`printf * %s 1`, ModeDefault, none, Ask}, // a file may be named -va[$(…)]
+		{`a=-v; printf ""$a "$b" 1`, ModeDefault, none, Ask},
+		// Harmless uses of the same builtins still need no rule.
+		{`printf -v out '%s' x; echo "$out"`, ModeDefault, none, Allow},
+		{`printf '%s\n' "$x"`, ModeDefault, none, Allow},
+		{`printf "Result: $x\n"`, ModeDefault, none, Allow},
+		{`printf "Total: %d $unit\n" "$n"`, ModeDefault, none, Allow},
+		{`read -r line <<< 1; echo "$line"`, ModeDefault, none, Allow},
+		{`read -rp "Name: " -a names <<< x`, ModeDefault, none, Allow},
+		{`while read -r f; do echo "$f"; done < list`, ModeDefault, none, Allow},
+		{`test -v HOME && [ -v PATH ] && [[ -v USER ]]`, ModeDefault, none, Allow},
+		{`[ -n "$x" ] && [ "$a" = "$b" ] && [ $? -eq 0 ] && [ $# -gt 1 ]`, ModeDefault, none, Allow},
+		{`[[ -f $f && $x == y ]]`, ModeDefault, none, Allow},
+		{`unset a b; unset -v c`, ModeDefault, none, Allow},
+		{`sleep 1 & wait $!; wait -n -p done; wait %1`, ModeDefault, none, Allow},
+		{`echo "${!BASH*}" "${#x}" "${!#}"`, ModeDefault, none, Allow},
+		{`declare -a arr=(1 2); declare -r X=1; export FOO; readonly BAR`, ModeDefault, none, Allow},
+		{`mapfile -t lines < list`, ModeDefault, mapfileOK, Allow},
+		// 2. Variables that decide what runs, set without NAME=value.
+		{`read GIT_EXTERNAL_DIFF <<< '` + pwn + `'; export GIT_EXTERNAL_DIFF; git diff`, ModeDefault, gitDiff, Ask},
+		{`printf -v GIT_EXTERNAL_DIFF %s 'x'; export GIT_EXTERNAL_DIFF; git diff`, ModeDefault, gitDiff, Ask},
+		{`declare -n r=GIT_EXTERNAL_DIFF; r='x'; export GIT_EXTERNAL_DIFF; git diff`, ModeDefault, gitDiff, Ask},
+		{`typeset -n r=GIT_EXTERNAL_DIFF; r='x'; export GIT_EXTERNAL_DIFF; git diff`, ModeDefault, gitDiff, Ask},
+		{`declare -n r='a[$(` + pwn + `)]'; r=1`, ModeDefault, none, Ask},
+		{`export GIT_EXTERNAL_DIFF; git diff`, ModeDefault, gitDiff, Ask},
+		{`declare GIT_EXTERNAL_DIFF; git diff`, ModeDefault, gitDiff, Ask},
+		{`export 'GIT_EXTERNAL_DIFF'; git diff`, ModeDefault, gitDiff, Ask},
+		{`declare 'PATH+=:/tmp'; git diff`, ModeDefault, gitDiff, Ask},
+		{`BASH_CMDS[git]=/tmp/evil; git diff`, ModeDefault, gitDiff, Ask},
+		{`mapfile -t PATH < paths; git diff`, ModeDefault, mapfileOK, Ask},
+		{`getopts a GIT_EXTERNAL_DIFF -a; export GIT_EXTERNAL_DIFF; git diff`, ModeDefault, getoptsOK, Ask},
+		{`getopts ab opt -a; git diff`, ModeDefault, getoptsOK, Allow},
+		{`set -k; git diff HEAD GIT_EXTERNAL_DIFF=/tmp/evil`, ModeDefault, gitDiff, Ask},
+		{`set -euko pipefail; git diff`, ModeDefault, gitDiff, Ask},
+		{`set -o keyword; git diff`, ModeDefault, gitDiff, Ask},
+		{`bash -k -c 'git diff HEAD GIT_EXTERNAL_DIFF=/tmp/evil'`, ModeDefault, gitDiff, Ask},
+		{`bash -o keyword -c 'git diff'`, ModeDefault, gitDiff, Ask},
+		{`set -euo pipefail; set +k; set -- a b; git diff`, ModeDefault, gitDiff, Allow},
+		// Was asked only because pipefail was taken for the script file;
+		// the -c string is what runs, as for bash -c 'git diff'.
+		{`bash -eo pipefail -c 'git diff'`, ModeDefault, gitDiff, Allow},
+		{"shopt -s expand_aliases; alias ls='rm -rf'\nls x", ModeBypass, denyRm, Ask},
+		{`\export PATH=/tmp; ls`, ModeBypass, denyRm, Ask},
+		{`command export PATH=/tmp; ls`, ModeBypass, denyRm, Ask},
+		{`command declare -n r=PATH; ls`, ModeBypass, denyRm, Ask},
+		{`: ${GIT_EXTERNAL_DIFF:='` + pwn + `'}; export GIT_EXTERNAL_DIFF; git diff`, ModeDefault, gitDiff, Ask},
+		{`for GIT_EXTERNAL_DIFF in x; do export GIT_EXTERNAL_DIFF; git diff; done`, ModeDefault, gitDiff, Ask},
+		{`select BASH_ENV in x; do break; done; git diff`, ModeDefault, gitDiff, Ask},
+		{`for f in a b; do git diff "$f" "${g:-x}" "${h:=y}"; done`, ModeDefault, gitDiff, Allow},
+		// 3. git's global options before a denied subcommand.
+		{`git --no-literal-pathspecs push origin main`, ModeDefault, gitPush, Deny},
+		{`git --no-lazy-fetch push origin main`, ModeDefault, gitPush, Deny},
+		{`git --shallow-file x push origin main`, ModeDefault, gitPush, Deny},
+		{`git --attr-source HEAD push origin main`, ModeDefault, gitPush, Deny},
+		{`git --super-prefix x/ push origin main`, ModeDefault, gitPush, Deny},
+		{`git --config-env core.askpass=HOME push origin main`, ModeDefault, gitPush, Deny},
+		{`git --list-cmds=main push origin main`, ModeDefault, gitPush, Deny},
+		{`git --frobnicate=1 push origin main`, ModeDefault, gitPush, Deny},
+		{`git --frobnicate x push origin main`, ModeDefault, gitPush, Ask},
+		{`git -c alias.p=push p origin main`, ModeDefault, gitPush, Ask},
+		{`git -c ALIAS.p=push p origin main`, ModeDefault, gitPush, Ask},
+		{`git -c include.path=/tmp/x.cfg p origin main`, ModeDefault, gitPush, Ask},
+		{`git --config-env alias.p=ENV p origin main`, ModeDefault, gitPush, Ask},
+		{`git --config-env=alias.p=ENV p origin main`, ModeDefault, gitPush, Ask},
+		{`git -c "$KV" p origin main`, ModeDefault, gitPush, Ask},
+		{`git --version`, ModeDefault, gitPush, Allow},
+		{`git --help push`, ModeDefault, gitPush, Allow},
+		{`git -C sub --no-pager log -n 3`, ModeDefault, gitPush, Allow},
+		{`git -c core.quotepath=off status`, ModeDefault, gitPush, Allow},
+		{`git --shallow-file log push origin main`, ModePlan, gitAll, Deny},
+		{`X=x git --config-env=core.pager=X log`, ModePlan, gitAll, Deny},
+		{`git -C sub log --oneline`, ModePlan, gitAll, Allow},
+		// 4. ~user, ~+ and ~- are not the project, nor home.
+		{`echo x >> ~root/.bashrc`, ModeAcceptEdits, etcEdit, Ask},
+		{`echo x > ~+/out.txt`, ModeAcceptEdits, none, Ask},
+		{`echo x > ~-/out.txt`, ModeAcceptEdits, none, Ask},
+		{`cat < ~root/.profile`, ModeDefault, rootRead, Ask},
+		{`cat < /root/.profile`, ModeDefault, rootRead, Deny},
+		{`/usr/bin/time -o ~root/t.log git status`, ModeAcceptEdits, gitStatus, Ask},
+		{`echo x >> ~root/.bashrc`, ModeBypass, rs{deny: []string{"Edit(//root/**)"}}, Ask},
+		{`echo x > "$F"`, ModeBypass, rs{deny: []string{"Write(//etc/**)"}}, Ask},
+		{`echo x > "$F"`, ModeBypass, none, Allow},
+		{`echo x > '~root'/out.txt`, ModeAcceptEdits, none, Allow}, // quoted: a directory named ~root
+		{`echo x > src/~x.txt`, ModeAcceptEdits, none, Allow},
+		// 5. Shells reading their script from stdin or elsewhere.
+		{`echo 'rm -rf x' | bash`, ModeBypass, denyRm, Ask},
+		{"bash <<'EOF'\nrm -rf x\nEOF", ModeBypass, denyRm, Ask},
+		{`echo 'rm -rf x' | bash -s arg`, ModeBypass, denyRm, Ask},
+		{`echo 'rm -rf x' | sh -`, ModeBypass, denyRm, Ask},
+		{`echo 'rm -rf x' | bash -x -o pipefail`, ModeBypass, denyRm, Ask},
+		{`echo 'rm -rf x' | bash /dev/stdin`, ModeBypass, denyRm, Ask},
+		{`bash <(echo 'rm -rf x')`, ModeBypass, denyRm, Ask},
+		{`bash "$SCRIPT"`, ModeBypass, denyRm, Ask},
+		{`sudo -s 'rm -rf x'`, ModeBypass, denyRm, Ask},
+		{`sudo -i 'rm -rf x'`, ModeBypass, denyRm, Ask},
+		{`sudo -Hs 'rm -rf x'`, ModeBypass, denyRm, Ask},
+		{`sudo --login 'rm -rf x'`, ModeBypass, denyRm, Ask},
+		{`echo 'rm -rf x' | sudo -s`, ModeBypass, denyRm, Ask},
+		{`. <(echo 'rm -rf x')`, ModeBypass, denyRm, Ask},
+		{`source /dev/stdin <<< 'rm -rf x'`, ModeBypass, denyRm, Ask},
+		{`eval -- 'rm -rf x'`, ModeBypass, denyRm, Deny},
+		{`trap -- 'rm -rf x' EXIT`, ModeDefault, denyRm, Deny},
+		{`bash --rcfile x.sh -ic true`, ModeDefault, none, Ask},
+		{`bash -c 'rm -rf x'`, ModeBypass, denyRm, Deny},
+		{`bash -eo pipefail -c 'rm -rf x'`, ModeBypass, denyRm, Deny},
+		{`bash -xo pipefail -O extglob -c 'rm -rf x'`, ModeBypass, denyRm, Deny},
+		{`bash "$OPT" 'rm -rf x'`, ModeBypass, denyRm, Ask},
+		{`sudo --us root rm -rf x`, ModeBypass, denyRm, Deny},
+		{`sudo --sh 'rm -rf x'`, ModeBypass, denyRm, Ask},
+		{`/usr/bin/time --out t.log rm -rf x`, ModeBypass, denyRm, Deny},
+		{`/usr/bin/time --out t.log git status`, ModeAcceptEdits, rs{allow: []string{"Bash(git status:*)"}, deny: []string{"Edit(t.log)"}}, Deny},
+		{`/usr/bin/time -ao t.log git status`, ModeAcceptEdits, rs{allow: []string{"Bash(git status:*)"}, deny: []string{"Edit(t.log)"}}, Deny},
+		{`sudo -u bob -i rm -rf x`, ModeBypass, denyRm, Deny},
+		{`bash script.sh`, ModeBypass, denyRm, Allow},
+		{`bash --version`, ModeBypass, denyRm, Allow},
+		{`source venv/bin/activate`, ModeBypass, denyRm, Allow},
+		{`source venv/bin/activate`, ModeDefault, sourceOK, Allow},
+		{`trap - EXIT; trap -p EXIT`, ModeDefault, denyRm, Allow},
+		// 6. xargs options that take a value.
+		{`echo x | xargs --max-args 1 rm -rf`, ModeBypass, denyRm, Deny},
+		{`xargs --max-procs 2 rm -rf < list`, ModeBypass, denyRm, Deny},
+		{`xargs --max-a 1 rm -rf < list`, ModeBypass, denyRm, Deny},
+		{`xargs -tn 1 rm < list`, ModeBypass, denyRm, Deny},
+		{`xargs --arg-file list rm`, ModeBypass, denyRm, Deny},
+		{`xargs --delimiter , rm < list`, ModeBypass, denyRm, Deny},
+		{`xargs --process-slot-var V rm < list`, ModeBypass, denyRm, Deny},
+		{`xargs --max-chars 100 --max-lines rm < list`, ModeBypass, denyRm, Deny},
+		{`xargs --eof rm < list`, ModeBypass, denyRm, Deny},
+		{`xargs -l rm < list`, ModeBypass, denyRm, Deny},
+		{`xargs --replace=X rm X < list`, ModeBypass, denyRm, Deny},
+		{`xargs --frob 1 rm < list`, ModeBypass, denyRm, Ask},
+		{`xargs --max 1 rm < list`, ModeBypass, denyRm, Ask}, // ambiguous
+		{`xargs -0 -n 1 -P 4 echo < list`, ModeBypass, denyRm, Allow},
+		// 7. Plan mode: options that make a reader write or run programs.
+		{`echo x | sed --expression='1e ` + pwn + `'`, ModePlan, planTools, Deny},
+		{`echo x | sed --e='1e ` + pwn + `'`, ModePlan, planTools, Deny},
+		{`sed -ne'w out.txt' p`, ModePlan, planTools, Deny},
+		{`sed -nf p in.txt`, ModePlan, planTools, Deny},
+		{`sed --in=.bak s/a/b/ in.txt`, ModePlan, planTools, Deny},
+		{`sed -n --expression 1p in.txt`, ModePlan, planTools, Allow},
+		{`sed -n -e 1p -e '$p' in.txt`, ModePlan, planTools, Allow},
+		{`sed -E -n 's/a/b/p' in.txt`, ModePlan, planTools, Allow},
+		{`git grep --open-files-in-pager='` + pwn + `' foo`, ModePlan, planTools, Deny},
+		{`git grep --op='` + pwn + `' foo`, ModePlan, planTools, Deny},
+		{`git grep -O'` + pwn + `' foo`, ModePlan, planTools, Deny},
+		{`git grep -O '` + pwn + `' foo`, ModePlan, planTools, Deny},
+		{`git grep -nO'` + pwn + `' foo`, ModePlan, planTools, Deny},
+		{`git grep -n -e -O foo`, ModePlan, planTools, Allow},
+		{`sort --compress-program=/tmp/evil f`, ModePlan, planTools, Deny},
+		{`sort --compress=/tmp/evil f`, ModePlan, planTools, Deny},
+		{`sort --out=FILE f`, ModePlan, planTools, Deny},
+		{`sort -uo FILE f`, ModePlan, planTools, Deny},
+		{`sort -u -t, -k2 f`, ModePlan, planTools, Allow},
+		{`sort -to f`, ModePlan, planTools, Allow}, // the separator is o
+		{`date -Iseconds; date -us 2020-01-01`, ModePlan, sortDateOK, Deny},
+		{`date -Iseconds`, ModePlan, sortDateOK, Allow},
+		{`xxd in.bin out.hex`, ModePlan, rs{allow: []string{"Bash(xxd:*)"}}, Deny},
+		{`xxd -pr in.hex`, ModePlan, rs{allow: []string{"Bash(xxd:*)"}}, Allow}, // -p; only -r… reverts
+		{`xxd -l 64 -c 16 in.bin`, ModePlan, rs{allow: []string{"Bash(xxd:*)"}}, Allow},
+		{`xxd -r in.hex`, ModePlan, rs{allow: []string{"Bash(xxd:*)"}}, Deny},
+		{`rg --pre '` + pwn + `' foo`, ModePlan, rs{allow: []string{"Bash(rg:*)"}}, Deny},
+		{`rg -n --pre-glob '*.gz' foo`, ModePlan, rs{allow: []string{"Bash(rg:*)"}}, Allow},
+		{`man -P '` + pwn + `' ls`, ModePlan, rs{allow: []string{"Bash(man:*)"}}, Deny},
+		{`man -k printf`, ModePlan, rs{allow: []string{"Bash(man:*)"}}, Allow},
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		var r []Rule
+		r = append(r, rules(Allow, userSettings, tt.rules.allow...)...)
+		r = append(r, rules(Deny, "/p/.dsh/settings.json", tt.rules.deny...)...)
+		c := mustNew(t, Config{Mode: tt.mode, ModeSource: LayerCLI, Rules: r, Home: e.home, Cwd: e.root})
+		t.Run(string(tt.mode)+"/"+tt.line, func(t *testing.T) {
+			d := c.Decide(ctx, bashCall(tt.line), e.root)
+			if d.Behavior != tt.want {
+				t.Errorf("%q in %s with %+v: got %s, want %s\nreason: %s", tt.line, tt.mode, tt.rules, d.Behavior, tt.want, d.Reason)
+			}
+		})
+	}
+}

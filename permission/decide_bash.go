@@ -131,7 +131,29 @@ func (d *decider) bash() verdict {
 	for _, p := range an.problems {
 		vs = append(vs, d.problem(line, p))
 	}
+	if an.dynWrite {
+		if v, ok := d.dynamicWrite(line); ok {
+			vs = append(vs, v)
+		}
+	}
 	return combine(vs)
+}
+
+// dynamicWrite decides a redirection whose target is known only at run
+// time ("> $F", "> ~root/x") in bypassPermissions mode. Its problem asks in
+// every other mode, but in this one only Bash rules make problems ask: an
+// Edit or Write deny or ask rule must hold too, since the target may be
+// what it covers.
+func (d *decider) dynamicWrite(line string) (verdict, bool) {
+	if d.mode != ModeBypass {
+		return verdict{}, false
+	}
+	for _, rs := range [][]*rule{d.deny(), d.ask()} {
+		if r := d.firstRule(rs, toolWrite, func(r *rule) bool { return r.kind == kindPath }); r != nil {
+			return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q writes to a path known only at run time, which permission rule %s from %s may cover", line, r.Text, r.Source)}, true
+		}
+	}
+	return verdict{}, false
 }
 
 // bashCommand decides one simple command.

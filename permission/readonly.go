@@ -2,6 +2,7 @@ package permission
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -16,14 +17,30 @@ type roCheck func(args []word) bool
 
 func always([]word) bool { return true }
 
-// noneOf is read-only unless one of the options appears (exactly, or as
-// "opt=value", or with the value attached to a short option).
-func noneOf(opts ...string) roCheck {
+// noneOf is read-only unless one of the options appears: exactly, as
+// "opt=value", abbreviated as GNU tools accept (sort --out=f is sort
+// --output=f), or as a letter of a cluster of short options (sort -uo f).
+// The letters in valued take a value, the rest of the word, which ends the
+// cluster (date -Iseconds is not date -s); with valued empty, a forbidden
+// letter anywhere in a cluster counts.
+func noneOf(valued string, opts ...string) roCheck {
 	return func(args []word) bool {
 		for _, a := range args {
+			v := a.val
 			for _, o := range opts {
-				if a.val == o || strings.HasPrefix(a.val, o+"=") || (len(o) == 2 && o[0] == '-' && o[1] != '-' && strings.HasPrefix(a.val, o) && !strings.HasPrefix(a.val, "--")) {
+				if v == o || strings.HasPrefix(v, o+"=") || strings.HasPrefix(o, "--") && abbreviates(v, o) {
 					return false
+				}
+			}
+			if len(v) < 2 || v[0] != '-' || v[1] == '-' {
+				continue
+			}
+			for j := 1; j < len(v); j++ {
+				if slices.Contains(opts, "-"+v[j:j+1]) {
+					return false
+				}
+				if strings.IndexByte(valued, v[j]) >= 0 {
+					break
 				}
 			}
 		}
@@ -55,23 +72,27 @@ func init() {
 		"cksum": always, "b2sum": always, "nl": always, "od": always, "hexdump": always,
 		"strings": always, "rev": always, "tac": always, "paste": always, "fold": always,
 		"column": always, "expand": always, "unexpand": always, "grep": always, "egrep": always,
-		"fgrep": always, "rg": always, "ps": always, "uptime": always, "free": always,
+		"fgrep": always, "ps": always, "uptime": always, "free": always,
 		"nproc": always, "arch": always, "uname": always, "whoami": always, "id": always,
 		"groups": always, "tty": always, "locale": always, "printenv": always, "getconf": always,
 		"cut": always, "tr": always, "base64": always, "cd": always, "pushd": always, "popd": always,
-		"dirs": always, "sleep": always, ":": always, "env": always, "man": always, "help": always,
-		"sort": noneOf("-o", "--output"),
-		"tree": noneOf("-o"),
-		"xxd":  noneOf("-r", "-revert"),
-		"date": noneOf("-s", "--set"),
+		"dirs": always, "sleep": always, ":": always, "env": always, "help": always,
+		// --compress-program runs a program on sort's temporary files.
+		"sort": noneOf("kotST", "-o", "--output", "--compress-program"),
+		"tree": noneOf("", "-o"),
+		"xxd":  xxdReadOnly,
+		"date": noneOf("dfrI", "-s", "--set"),
 		"uniq": func(args []word) bool { return positional(args) <= 1 },
 		"hostname": func(args []word) bool {
-			return positional(args) == 0 && noneOf("-F", "--file", "-b", "--boot")(args)
+			return positional(args) == 0 && noneOf("", "-F", "--file", "-b", "--boot")(args)
 		},
-		"find": noneOf("-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-		"sed":  sedReadOnly,
-		"git":  gitReadOnly,
-		"go":   goReadOnly,
+		"find": noneOf("", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
+		// rg --pre and man's pager and browser run programs.
+		"rg":  noneOf("", "--pre"),
+		"man": noneOf("", "-P", "--pager", "-H", "--html"),
+		"sed": sedReadOnly,
+		"git": gitReadOnly,
+		"go":  goReadOnly,
 	}
 }
 
@@ -92,32 +113,111 @@ func readOnlyView(v view) bool {
 // not read-only.
 var sedScriptRE = regexp.MustCompile(`^(([0-9$,;!\s]|/[^/]*/)*[pdqnP=]?\s*;?\s*)+$|^s/[^/]*/[^/]*/[gpiI0-9]*$`)
 
+// sedLong are GNU sed's long options, and whether each takes a value
+// (--in-place's is optional, after "=" only).
+var sedLong = map[string]bool{
+	"--quiet": false, "--silent": false, "--debug": false, "--expression": true, "--file": true,
+	"--follow-symlinks": false, "--in-place": false, "--line-length": true, "--null-data": false,
+	"--zero-terminated": false, "--posix": false, "--regexp-extended": false, "--separate": false,
+	"--sandbox": false, "--unbuffered": false, "--binary": false, "--help": false, "--version": false,
+}
+
+// sedReadOnly reads sed's options as its getopt does (anywhere on the
+// line, long ones abbreviated, short ones in clusters: -ne'w f') and checks
+// every script: each -e and --expression, or else the first operand. A
+// script file (-f, --file) is not read, so it is not read-only, nor is
+// editing in place (-i, --in-place).
 func sedReadOnly(args []word) bool {
-	script := false
+	const flags = "bsnrzuE" // short options without a value
+	scripts := 0
+	first := "" // the first operand: the script when no -e gives one
+	operands := false
+	script := func(s string) bool {
+		scripts++
+		return sedScriptRE.MatchString(s)
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		v := a.val
 		switch {
 		case a.dyn:
 			return false
-		case a.val == "-i" || strings.HasPrefix(a.val, "--in-place") || (strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.ContainsRune(a.val, 'i')):
-			return false
-		case a.val == "-f" || strings.HasPrefix(a.val, "--file"):
-			return false
-		case a.val == "-e" || a.val == "--expression":
-			if i+1 >= len(args) || !sedScriptRE.MatchString(args[i+1].val) {
+		case v == "--":
+			for _, o := range args[i+1:] {
+				if o.dyn {
+					return false
+				}
+			}
+			if !operands && i+1 < len(args) {
+				first, operands = args[i+1].val, true
+			}
+			i = len(args)
+		case strings.HasPrefix(v, "--"):
+			name, val, eq := strings.Cut(v, "=")
+			opt, ok := longOption(name, sedLong)
+			if !ok || opt == "--in-place" || opt == "--file" {
 				return false
 			}
-			script = true
-			i++
-		case strings.HasPrefix(a.val, "-"):
-		case !script:
-			if !sedScriptRE.MatchString(a.val) {
+			if sedLong[opt] && !eq {
+				if i++; i >= len(args) || args[i].dyn {
+					return false
+				}
+				val = args[i].val
+			}
+			if opt == "--expression" && !script(val) {
 				return false
 			}
-			script = true
+		case len(v) > 1 && v[0] == '-':
+			for j := 1; j < len(v); j++ {
+				c := v[j]
+				if c == 'e' || c == 'l' {
+					val := v[j+1:]
+					if val == "" {
+						if i++; i >= len(args) || args[i].dyn {
+							return false
+						}
+						val = args[i].val
+					}
+					if c == 'e' && !script(val) {
+						return false
+					}
+					break
+				}
+				if strings.IndexByte(flags, c) < 0 {
+					return false // -i, -f, or an option this check does not know
+				}
+			}
+		case !operands:
+			first, operands = v, true
 		}
 	}
+	if scripts == 0 {
+		return operands && sedScriptRE.MatchString(first)
+	}
 	return true
+}
+
+// xxdReadOnly: xxd -r writes binary, and a second operand is the file xxd
+// writes to. xxd reads its own options: any word starting with -r is
+// -revert; -c, -g, -l, -n, -o and -s take the next word as a value unless
+// it is attached.
+func xxdReadOnly(args []word) bool {
+	files := 0
+	for i := 0; i < len(args); i++ {
+		v := args[i].val
+		switch {
+		case args[i].dyn:
+			return false
+		case strings.HasPrefix(v, "-r"):
+			return false
+		case slices.Contains([]string{"-c", "-cols", "-g", "-groupsize", "-l", "-len", "-n", "-name", "-o", "-offset", "-s", "-seek"}, v):
+			i++
+		case len(v) > 1 && v[0] == '-':
+		default:
+			files++
+		}
+	}
+	return files <= 1
 }
 
 // gitReadOnlySub are subcommands that only read, whatever their arguments
@@ -131,32 +231,29 @@ var gitReadOnlySub = map[string]bool{
 	"check-ignore": true, "check-attr": true, "verify-commit": true, "verify-tag": true,
 }
 
+// gitReadOnly reads the global options as git does (readGitGlobals), so
+// that git --shallow-file log push is known to push. Configuration (-c,
+// --config-env) can name programs to run, and an option git does not
+// know may hide the subcommand.
 func gitReadOnly(args []word) bool {
-	i := 0
-	for i < len(args) {
-		a := args[i].val
-		switch {
-		case args[i].dyn:
-			return false
-		case a == "-c" || a == "--config-env" || strings.HasPrefix(a, "--exec-path"):
-			return false // configuration can name programs to run
-		case a == "-C" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
-			i += 2
-			continue
-		case strings.HasPrefix(a, "-"):
-			i++
-			continue
-		}
-		break
+	g := readGitGlobals(args)
+	if g.dyn || g.unknown || g.config || g.execPath {
+		return false
 	}
-	if i >= len(args) {
+	if g.sub >= len(args) {
 		return true
 	}
-	sub, rest := args[i].val, args[i+1:]
+	sub, rest := args[g.sub].val, args[g.sub+1:]
+	if g.name != "" {
+		sub = g.name
+	}
 	for _, r := range rest {
-		if r.dyn || strings.HasPrefix(r.val, "--output") || r.val == "--ext-diff" {
+		if r.dyn || strings.HasPrefix(r.val, "--output") || abbreviates(r.val, "--output", "--ext-diff") {
 			return false
 		}
+	}
+	if sub == "grep" && !gitGrepReadOnly(rest) {
+		return false
 	}
 	if gitReadOnlySub[sub] {
 		return true
@@ -177,6 +274,53 @@ func gitReadOnly(args []word) bool {
 	case "config":
 		return hasOption(rest, "--get", "--get-all", "--get-regexp", "--list", "-l") &&
 			!hasOption(rest, "--add", "--unset", "--unset-all", "--replace-all", "--edit", "-e", "--rename-section", "--remove-section")
+	}
+	return false
+}
+
+// gitGrepReadOnly refuses git grep -O (--open-files-in-pager), which runs
+// a program, the pager or the one it names (-O<cmd>, --open-files-in-pager=cmd),
+// on the files found. -O may end a cluster of short options (-nO<cmd>);
+// the options in gitGrepValued take a value, which ends the cluster.
+func gitGrepReadOnly(args []word) bool {
+	const gitGrepValued = "ABCefm"
+	for i := 0; i < len(args); i++ {
+		v := args[i].val
+		switch {
+		case v == "--":
+			return true
+		case abbreviates(v, "--open-files-in-pager"):
+			return false
+		case len(v) > 1 && v[0] == '-' && v[1] != '-':
+			for j := 1; j < len(v); j++ {
+				if v[j] == 'O' {
+					return false
+				}
+				if strings.IndexByte(gitGrepValued, v[j]) >= 0 {
+					if j == len(v)-1 {
+						i++
+					}
+					break
+				}
+			}
+		}
+	}
+	return true
+}
+
+// abbreviates reports whether arg is one of the long options opts, or an
+// abbreviation of one (GNU getopt_long and git's parse-options accept any
+// unambiguous prefix: sort --out=f is sort --output=f), with or without
+// "=value". An ambiguous prefix counts too: the tool refuses it anyway.
+func abbreviates(arg string, opts ...string) bool {
+	if len(arg) < 3 || !strings.HasPrefix(arg, "--") {
+		return false
+	}
+	name, _, _ := strings.Cut(arg, "=")
+	for _, o := range opts {
+		if strings.HasPrefix(o, name) {
+			return true
+		}
 	}
 	return false
 }
