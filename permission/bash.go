@@ -1443,6 +1443,18 @@ var dangerousVars = map[string]bool{
 	"NODE_OPTIONS": true, "PYTHONSTARTUP": true, "PYTHONPATH": true, "PERL5OPT": true, "PERL5LIB": true,
 	"RUBYOPT": true, "RUBYLIB": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true,
 	"SSH_ASKPASS": true, "SUDO_ASKPASS": true, "GIT_ASKPASS": true,
+	// Build tools and interpreters that take code or programs from the
+	// environment: make --eval, go -toolexec, a C compiler for cgo, tar
+	// --to-command, rustc wrappers, an interpreter's home, $SHELL for the
+	// programs that spawn one, glibc's loadable converters, OpenSSL engines,
+	// kubectl exec plugins, package indexes to install from.
+	"MAKEFLAGS": true, "MFLAGS": true, "GNUMAKEFLAGS": true, "MAKEFILES": true,
+	"GOFLAGS": true, "GOENV": true, "CC": true, "CXX": true,
+	"CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_FFLAGS": true, "CGO_LDFLAGS": true,
+	"TAR_OPTIONS": true, "RUSTC": true, "RUSTC_WRAPPER": true, "RUSTC_WORKSPACE_WRAPPER": true, "RUSTFLAGS": true,
+	"CARGO_BUILD_RUSTC": true, "CARGO_BUILD_RUSTC_WRAPPER": true, "PYTHONHOME": true, "PYTHONWARNINGS": true,
+	"SHELL": true, "GCONV_PATH": true, "LOCPATH": true, "OPENSSL_CONF": true, "KUBECONFIG": true,
+	"PIP_INDEX_URL": true, "PIP_EXTRA_INDEX_URL": true,
 }
 
 var dangerousPrefixes = []string{"LD_", "DYLD_", "GIT_", "BASH_FUNC_", "npm_config_", "NPM_CONFIG_"}
