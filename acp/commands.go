@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -65,7 +66,29 @@ func (r *sess) runCommand(ctx context.Context, p *promptSlot, name, arg string) 
 			r.say("Compaction is not available.")
 			return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 		}
-		out, err := c.Compact(context.WithoutCancel(ctx), r.ag, arg)
+		cctx, done, ok := r.commandContext(ctx, p)
+		if !ok {
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+		defer done()
+		// The previous prompt was answered at its turn's end, a moment
+		// before the agent is idle: a busy agent is only compacted before
+		// its next step, so give it that moment.
+		wctx, stop := context.WithTimeout(cctx, idleWait)
+		_ = r.ag.WhenIdle(wctx)
+		stop()
+		if cctx.Err() != nil {
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+		out, err := c.Compact(cctx, r.ag, arg)
+		if cctx.Err() != nil {
+			// Cancelled (or the session is going): the compactor closed its
+			// turn on the way out.
+			if err != nil {
+				r.say("Compaction cancelled.")
+			}
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
 		switch {
 		case errors.Is(err, compact.ErrBusy):
 			r.say("The agent is busy; the conversation will be compacted before its next step.")
@@ -79,4 +102,40 @@ func (r *sess) runCommand(ctx context.Context, p *promptSlot, name, arg string) 
 		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 	}
 	return sdk.PromptResponse{}, invalidParams("unknown command /%s", name)
+}
+
+// idleWait bounds how long a command waits for the agent to go idle.
+const idleWait = 2 * time.Second
+
+// commandContext is what a server command runs under: cancelled by
+// session/cancel (the prompt's slot), by the session's disposal and by
+// the server's teardown. done ends it. dispose waits for done before it
+// stops the agent, so the command's turn is closed first; ok is false
+// when the session is already disposed or the prompt cancelled.
+func (r *sess) commandContext(ctx context.Context, p *promptSlot) (_ context.Context, done func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.disposed || p.cancelled {
+		return nil, nil, false
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	finished := make(chan struct{})
+	r.stopCmd, r.cmdDone = cancel, finished
+	r.srv.spawn(func() {
+		select {
+		case <-p.cancel:
+		case <-r.srv.done:
+		case <-cctx.Done():
+		}
+		cancel()
+	})
+	return cctx, func() {
+		cancel()
+		r.mu.Lock()
+		if r.cmdDone == finished {
+			r.stopCmd, r.cmdDone = nil, nil
+		}
+		r.mu.Unlock()
+		close(finished)
+	}, true
 }

@@ -34,7 +34,7 @@ func TestFilterFrames(t *testing.T) {
 		defer wg.Done()
 		fwd, _ = io.ReadAll(pr)
 	}()
-	filterFrames(strings.NewReader(in), pw, w, slog.New(slog.DiscardHandler))
+	filterFrames(strings.NewReader(in), pw, w, nil, slog.New(slog.DiscardHandler))
 	wg.Wait()
 	wantFwd := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
@@ -60,7 +60,9 @@ func TestFilterFrames(t *testing.T) {
 
 func TestFilterFramesTooLong(t *testing.T) {
 	long := `{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", maxFrame) + `"}`
-	in := long + "\n" + `{"jsonrpc":"2.0","id":2,"method":"y"}` + "\n"
+	// The client's answer to our request 7, too long: request 7 fails.
+	answer := `{"jsonrpc":"2.0","id":7,"result":{"content":"` + strings.Repeat("a", maxFrame) + `"}}`
+	in := long + "\n" + answer + "\n" + `{"jsonrpc":"2.0","id":2,"method":"y"}` + "\n"
 	var out bytes.Buffer
 	w := &frameWriter{w: &out, spawn: func(f func()) { f() }}
 	pr, pw := io.Pipe()
@@ -70,10 +72,80 @@ func TestFilterFramesTooLong(t *testing.T) {
 		fwd, _ = io.ReadAll(pr)
 		close(done)
 	}()
-	filterFrames(strings.NewReader(in), pw, w, slog.New(slog.DiscardHandler))
+	filterFrames(strings.NewReader(in), pw, w, nil, slog.New(slog.DiscardHandler))
 	<-done
-	if string(fwd) != `{"jsonrpc":"2.0","id":2,"method":"y"}`+"\n" || !strings.Contains(out.String(), "-32600") {
+	wantFwd := `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Internal error: the client's response exceeds 8 MiB"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"y"}` + "\n"
+	if string(fwd) != wantFwd || out.String() != `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid Request: frame exceeds 8 MiB"}}`+"\n" {
 		t.Fatalf("forwarded %q replies %q", fwd, out.String())
+	}
+}
+
+// An oversized frame is answered with the id its first bytes hold, as a
+// request or a response.
+func TestPrefixID(t *testing.T) {
+	pad := strings.Repeat("a", 2*keptPrefix)
+	for _, c := range []struct {
+		frame, want string
+		kind        int
+	}{
+		{`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"x":"` + pad, `7`, frameRequest},
+		{`{"jsonrpc":"2.0","id":"r-1","params":"` + pad, `"r-1"`, frameRequest},
+		{` { "Method" : "m", "ID" : -3 , "params":[` + pad, `-3`, frameRequest},
+		{`{"jsonrpc":"2.0","id":4,"result":{"content":"` + pad, `4`, frameResponse},
+		{`{"jsonrpc":"2.0","error":{"message":"` + pad, ``, frameUnknown},
+		{`{"jsonrpc":"2.0","id":5,"` + pad, `5`, frameUnknown},
+		{`{"jsonrpc":"2.0","method":"m","params":{"id":5,"x":"` + pad, ``, frameRequest},   // not top level
+		{`{"jsonrpc":"2.0","method":"m","params":"` + pad + `","id":9}`, ``, frameRequest}, // after the cut
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"m","params":"` + pad, ``, frameRequest},  // not an id
+		{`{"jsonrpc":"2.0","id":null,"method":"m","params":"` + pad, ``, frameRequest},
+		{`{"jsonrpc":"2.0","id":12`, ``, frameUnknown}, // cut inside the number
+		{`[{"id":1}]` + pad, ``, frameUnknown},
+	} {
+		head := c.frame[:min(len(c.frame), keptPrefix)]
+		if id, kind := prefixID([]byte(head)); string(id) != c.want || kind != c.kind {
+			t.Errorf("prefixID(%.60q) = %q %d, want %q %d", head, id, kind, c.want, c.kind)
+		}
+	}
+}
+
+// A cancel covers the prompts before it on the wire, whichever handler
+// runs first, and never the prompts after it.
+func TestPromptOrder(t *testing.T) {
+	var o promptOrder
+	prompt := inbound{method: "session/prompt", params: []byte(`{"sessionId":"s","prompt":[]}`)}
+	cancel := inbound{method: "session/cancel", params: []byte(`{"sessionId":"s"}`)}
+	invalid := inbound{method: "session/prompt", params: []byte(`{"sessionId":"s"}`)} // the library refuses it
+
+	// prompt 1, cancel, prompt 2 on the wire; the cancel's handler first.
+	o.note(prompt)
+	o.note(invalid)
+	o.note(cancel)
+	o.note(prompt)
+	mark, ok := o.take("s")
+	if !ok || mark != 1 {
+		t.Fatalf("take = %d %v", mark, ok)
+	}
+	one, two := o.start("s"), o.start("s")
+	if !o.cancelled("s", one) || o.cancelled("s", two) {
+		t.Fatalf("cancelled(1) %v cancelled(2) %v", o.cancelled("s", one), o.cancelled("s", two))
+	}
+	o.finish("s")
+	o.finish("s")
+	if len(o.sessions) != 0 {
+		t.Fatalf("numbers kept after every handler returned: %+v", o.sessions["s"])
+	}
+	// A cancel with no prompt before it covers none of the later ones,
+	// its handler running late or early.
+	o.note(cancel)
+	o.note(prompt)
+	n := o.start("s")
+	if mark, ok := o.take("s"); !ok || mark >= n || o.cancelled("s", n) {
+		t.Fatalf("a cancel before the prompt covers it: mark %d ord %d", mark, n)
+	}
+	o.finish("s")
+	if _, ok := o.take("s"); ok || len(o.sessions) != 0 {
+		t.Fatalf("left over: %+v", o.sessions)
 	}
 }
 

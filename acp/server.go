@@ -100,6 +100,10 @@ type Server struct {
 	kidsMu sync.Mutex
 	kids   map[session.ID]*childLink
 
+	// order puts each session/cancel after the prompts before it on the
+	// wire (the frame filter notes both).
+	order promptOrder
+
 	teardownOnce sync.Once
 }
 
@@ -117,7 +121,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
 	filtered := make(chan struct{})
 	go func() {
 		defer close(filtered)
-		filterFrames(in, pw, w, s.log)
+		filterFrames(in, pw, w, &s.order, s.log)
 	}()
 	select {
 	case <-conn.Done():

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,6 +37,11 @@ type sess struct {
 	// MCP servers); it closes when the session is disposed.
 	scope *kernel.Scope
 
+	// slotMu serializes the prompt slot's life (begin, end) with
+	// session/cancel, which holds it until the agent has been told: a
+	// prompt is not answered, nor the next one begun, while a cancel is
+	// still reaching the agent. Taken before mu.
+	slotMu sync.Mutex
 	// mu orders everything the session writes to the client: live updates,
 	// replay, in-progress marks; and guards the fields below.
 	mu     sync.Mutex
@@ -50,10 +56,17 @@ type sess struct {
 	rejectTools map[string]bool
 	disposed    bool
 	titled      bool // the session has a title (its first prompt)
+	// stopCmd cancels the server command (/compact) that is running;
+	// cmdDone closes when it has returned. dispose stops the command and
+	// waits for it before it stops the agent, so the command's turn is
+	// closed in the log before the agent goes.
+	stopCmd context.CancelFunc
+	cmdDone chan struct{}
 }
 
 // promptSlot is the in-flight session/prompt of a session.
 type promptSlot struct {
+	ord       int   // its number among the session's prompts (see promptOrder)
 	watermark int64 // events before it predate the prompt
 	turn      int   // the message turn that answers it (0: not started)
 	usage     llm.Usage
@@ -264,9 +277,18 @@ func (r *sess) currentModel() string {
 // attach installs the agent and turns live updates on. With replay, the
 // whole log is first sent as updates (a fresh translator, so a call cut
 // off in history leaves nothing pending in the live one).
-func (r *sess) attach(h *agent.Handle, replay bool) {
+//
+// The record is registered (visible to session/close and to teardown)
+// while its agent starts; attach reports false, installing nothing, when
+// it was disposed meanwhile or the server is closing. The caller then
+// owns h and must abandon it: a disposed record never gets an agent, so
+// none outlives its session.
+func (r *sess) attach(h *agent.Handle, replay bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.disposed || r.srv.isClosed() {
+		return false
+	}
 	r.handle, r.ag = h, h.Agent
 	if m := r.ws.modes; m != nil {
 		m.Pin(r.id)
@@ -280,6 +302,7 @@ func (r *sess) attach(h *agent.Handle, replay bool) {
 	r.titled = slices.ContainsFunc(events, func(e session.Event) bool { return e.Type == session.TypeUserMessage })
 	r.from = int64(len(events))
 	r.ready = true
+	return true
 }
 
 func (r *sess) replayLocked(events []session.Event) {
@@ -301,14 +324,25 @@ func (r *sess) replayLive() {
 
 // dispose stops the agent: a running turn ends "disposed", the loop exits
 // after flushing the session, and the in-flight prompt answers cancelled.
+// A running server command is stopped first, and waited for: its turn
+// closes while the agent (and its session) are still there.
 func (r *sess) dispose(ctx context.Context) {
 	r.mu.Lock()
 	r.disposed = true
 	p := r.prompt
 	h := r.handle
+	stopCmd, cmdDone := r.stopCmd, r.cmdDone
 	r.mu.Unlock()
 	if p != nil {
 		p.settle(sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil)
+	}
+	if stopCmd != nil {
+		stopCmd()
+		select {
+		case <-cmdDone:
+		case <-ctx.Done():
+			r.srv.log.Warn("acp: command did not stop in time", "session", r.id)
+		}
 	}
 	if h != nil {
 		if err := h.Dispose(ctx); err != nil {
@@ -394,28 +428,26 @@ func (s *Server) newSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 		r.closeScope()
 		return sdk.NewSessionResponse{}, internalError("starting the agent: %v", err)
 	}
-	if s.abandonIfClosed(r, h) {
+	if !r.attach(h, false) {
+		s.abandon(r, h)
 		return sdk.NewSessionResponse{}, errDisposed()
 	}
-	r.attach(h, false)
 	// Commands go out once the client knows the session.
 	s.out.afterResponse([]byte(`"sessionId":"`+id+`"`), func() { r.announce() })
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: r.modeState(), Models: r.modelState(), ConfigOptions: r.configOptions()}, nil
 }
 
-// abandonIfClosed disposes an agent created while the server was tearing
-// down (its record missed the teardown snapshot).
-func (s *Server) abandonIfClosed(r *sess, h *agent.Handle) bool {
-	if !s.isClosed() {
-		return false
-	}
+// abandon disposes an agent that attach refused: its record was closed
+// (session/close) or torn down (the connection ended) while the agent was
+// starting, and whoever disposed the record found no agent to stop.
+func (s *Server) abandon(r *sess, h *agent.Handle) {
+	s.unregister(r)
 	r.mu.Lock()
 	r.handle = h
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r.dispose(ctx)
-	return true
 }
 
 // announce sends what a client learns after a session opens.
@@ -479,6 +511,9 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 		return nil, invalidParams("sessionId is required")
 	}
 	if r := s.session(id); r != nil {
+		if !r.isReady() {
+			return nil, invalidParams("session %s is already being loaded", id)
+		}
 		// Already live here (the editor reopened it): show it again, with
 		// any servers the client passes this time.
 		r.addMCP(ctx, mcpServers)
@@ -527,10 +562,13 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 		}
 		return nil, internalError("resuming session %s: %v", id, err)
 	}
-	if s.abandonIfClosed(r, h) {
-		return nil, invalidParams("connection closed during session/load")
+	if !r.attach(h, replay) {
+		s.abandon(r, h)
+		if s.isClosed() {
+			return nil, invalidParams("connection closed during session/load")
+		}
+		return nil, invalidParams("session %s was closed while loading", id)
 	}
-	r.attach(h, replay)
 	r.announce()
 	return r, nil
 }
@@ -560,7 +598,7 @@ func (s *Server) closeSession(ctx context.Context, p sdk.CloseSessionRequest) (s
 		return sdk.CloseSessionResponse{}, invalidParams("unknown session: %s", p.SessionId)
 	}
 	s.unregister(r)
-	r.cancel()
+	r.cancel(cancelAll)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	defer cancel()
 	r.dispose(dctx)
@@ -633,11 +671,27 @@ func (s *Server) lookup(id sdk.SessionId) (*sess, error) {
 	if r == nil {
 		return nil, invalidParams("unknown session: %s", id)
 	}
+	if !r.isReady() {
+		return nil, invalidParams("session %s is still being loaded", id)
+	}
 	return r, nil
 }
 
-// begin installs the in-flight slot before anything is queued.
-func (r *sess) begin() (*promptSlot, error) {
+// isReady reports whether the record has its agent (a record is
+// registered before its agent starts).
+func (r *sess) isReady() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ready
+}
+
+// begin installs the in-flight slot before anything is queued. ord is the
+// prompt's place among its session's prompts on the wire: a session/cancel
+// that followed it there but was handled before this (see [promptOrder])
+// cancels the slot at once.
+func (r *sess) begin(ord int) (*promptSlot, error) {
+	r.slotMu.Lock()
+	defer r.slotMu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.disposed {
@@ -647,11 +701,25 @@ func (r *sess) begin() (*promptSlot, error) {
 		return nil, invalidParams("a prompt is already in flight for this session")
 	}
 	p := newSlot(int64(r.ag.Session().Len()))
+	p.ord = ord
 	r.prompt = p
+	if r.srv.order.cancelled(r.id, ord) {
+		p.cancelled = true
+		close(p.cancel)
+	}
 	return p, nil
 }
 
+// cancelled reports whether the prompt has been cancelled.
+func (r *sess) cancelled(p *promptSlot) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return p.cancelled
+}
+
 func (r *sess) end(p *promptSlot) {
+	r.slotMu.Lock()
+	defer r.slotMu.Unlock()
 	r.mu.Lock()
 	if r.prompt == p {
 		r.prompt = nil
@@ -659,22 +727,49 @@ func (r *sess) end(p *promptSlot) {
 	r.mu.Unlock()
 }
 
-// cancel cancels the in-flight prompt (and the agent's turn).
-func (r *sess) cancel() {
+// cancelAll covers every prompt (session/close).
+const cancelAll = math.MaxInt
+
+// cancel cancels the in-flight prompt (and the agent's turn) when the
+// cancel covers it: a prompt numbered above mark came after the cancel on
+// the wire and is left alone. With no prompt in flight, the agent is
+// cancelled all the same (a turn that outlived its cancelled prompt).
+//
+// The slot is marked first (promptSession checks the mark after Send),
+// the agent told next, and the slot's cancel channel closed last, so
+// whoever wakes on it sees what the agent's Cancel did (see await).
+func (r *sess) cancel(mark int) {
+	r.slotMu.Lock()
+	defer r.slotMu.Unlock()
 	r.mu.Lock()
 	p := r.prompt
-	if p != nil && !p.cancelled {
+	if p != nil && p.ord > mark {
+		r.mu.Unlock()
+		return
+	}
+	first := p != nil && !p.cancelled
+	if first {
 		p.cancelled = true
-		close(p.cancel)
 	}
 	ag := r.ag
 	r.mu.Unlock()
 	if ag != nil {
 		ag.Cancel("session/cancel")
 	}
+	if first {
+		close(p.cancel)
+	}
 }
 
+// promptSession serves session/prompt. A session/cancel that follows the
+// prompt on the wire is never lost: handled before begin, it is found
+// there through [promptOrder] and nothing is queued; handled between begin
+// and Send, it has marked the slot (the agent had nothing to stop then),
+// and the mark is checked again once the input is queued; handled later,
+// it reaches the queued input or the running turn.
 func (s *Server) promptSession(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	ord := s.order.start(string(p.SessionId))
+	defer s.order.finish(string(p.SessionId))
 	r, err := s.lookup(p.SessionId)
 	if err != nil {
 		return sdk.PromptResponse{}, err
@@ -683,16 +778,23 @@ func (s *Server) promptSession(ctx context.Context, p sdk.PromptRequest) (sdk.Pr
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	slot, err := r.begin()
+	slot, err := r.begin(ord)
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
 	defer r.end(slot)
+	if r.cancelled(slot) {
+		// Cancelled before anything was queued: nothing runs.
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
 	if name, arg, ok := command(blocks); ok {
 		return r.runCommand(ctx, slot, name, arg)
 	}
 	if err := r.ag.Send(context.WithoutCancel(ctx), blocks, llm.UserSource); err != nil {
 		return sdk.PromptResponse{}, internalError("queueing the prompt: %v", err)
+	}
+	if r.cancelled(slot) {
+		r.ag.Cancel("session/cancel")
 	}
 	return r.await(slot)
 }
@@ -736,13 +838,31 @@ func (r *sess) await(p *promptSlot) (sdk.PromptResponse, error) {
 		// log is balanced; answer cancelled regardless after the grace.
 		t := time.NewTimer(s.o.CancelGrace)
 		defer t.Stop()
-		select {
-		case <-p.done:
-		case <-idle:
-			r.settleFromLog(p)
-		case <-s.done:
-		case <-t.C:
-			s.log.Warn("acp: cancelled turn did not close in time", "session", r.id)
+		// The agent's Cancel drops input still queued without waking
+		// WhenIdle: its quiescence is looked for here as well (the prompt's
+		// input was queued before await, so a quiet agent has consumed or
+		// dropped it).
+		poll := time.NewTicker(50 * time.Millisecond)
+		defer poll.Stop()
+	wait:
+		for {
+			if quiet(r.ag) {
+				r.settleFromLog(p)
+				break
+			}
+			select {
+			case <-p.done:
+				break wait
+			case <-idle:
+				r.settleFromLog(p)
+				break wait
+			case <-s.done:
+				break wait
+			case <-t.C:
+				s.log.Warn("acp: cancelled turn did not close in time", "session", r.id)
+				break wait
+			case <-poll.C:
+			}
 		}
 		p.settle(sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil)
 	}
@@ -791,8 +911,12 @@ func (r *sess) settleFromLog(p *promptSlot) {
 }
 
 func (s *Server) cancelSession(_ context.Context, p sdk.CancelNotification) error {
+	mark, ok := s.order.take(string(p.SessionId))
+	if !ok {
+		mark = cancelAll
+	}
 	if r := s.session(string(p.SessionId)); r != nil {
-		r.cancel()
+		r.cancel(mark)
 	}
 	return nil // unknown sessions: a silent no-op (it is a notification)
 }
