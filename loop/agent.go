@@ -270,6 +270,12 @@ func (a *loopAgent) Cancel(reason string) {
 	}
 	a.queue, a.steering = nil, nil
 	sc := a.stepCancel
+	if a.status != agent.Running && sc == nil {
+		// Nothing runs, and the input the driver was about to pick up is
+		// gone: it may never wake for it, so release WhenIdle waiters here.
+		// The mark stays for the driver if it is already on its way.
+		a.settleIdleLocked()
+	}
 	a.mu.Unlock()
 	if sc != nil {
 		sc(errors.New(reason))
