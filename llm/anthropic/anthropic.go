@@ -31,14 +31,14 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Provider == "" {
 		return nil, fmt.Errorf("anthropic: Config.Provider is required")
 	}
-	base, err := sse.BaseURL("anthropic", cfg.Provider, cfg.BaseURL)
+	endpoint, err := sse.Endpoint("anthropic", cfg.Provider, cfg.BaseURL, "v1/messages")
 	if err != nil {
 		return nil, err
 	}
 	return &Adapter{
 		cfg:    cfg,
 		client: sse.Client{HTTP: cfg.HTTPClient, Provider: cfg.Provider, Options: cfg.Transport},
-		url:    base + "/v1/messages",
+		url:    endpoint,
 	}, nil
 }
 

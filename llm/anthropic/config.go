@@ -23,7 +23,8 @@ const DefaultMaxTokens = 8192
 type Config struct {
 	// Provider names the provider: model-reference prefix and error name.
 	Provider string
-	// BaseURL is the API root; requests go to BaseURL + "/v1/messages".
+	// BaseURL is the API root; requests go to its path + "/v1/messages",
+	// a query string kept after the joined path; a fragment is an error.
 	BaseURL string
 	// APIKey is sent as x-api-key. When it is empty and APIKeyEnv is set,
 	// every request fails with CodeAuth naming that variable.

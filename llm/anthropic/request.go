@@ -70,6 +70,16 @@ type imageSource struct {
 	URL       string `json:"url,omitempty"`
 }
 
+// noOutput stands in for a tool result whose text is all blank (the
+// OpenAI adapter sends the same).
+const noOutput = "(no output)"
+
+// blank reports whether s is empty or only whitespace. The Messages API
+// rejects such text blocks ("text content blocks must contain non-whitespace
+// text"), and one stored in the history (an assistant answer of "\n\n")
+// would fail every later request, so they are dropped.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
+
 func textBlock(s string, cache string) wireBlock {
 	return wireBlock{Type: "text", Text: &s, CacheControl: cacheOf(cache)}
 }
@@ -101,7 +111,7 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 			w.MaxTokens = a.cfg.ThinkingBudget + DefaultMaxTokens
 		}
 	}
-	if req.System != "" {
+	if !blank(req.System) {
 		w.System = append(w.System, textBlock(req.System, ""))
 	}
 	msgs := make([]wireMessage, 0, len(req.Messages)+1)
@@ -109,7 +119,7 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 		switch m.Role {
 		case llm.RoleSystem:
 			for _, b := range m.Content {
-				if b.Type == llm.BlockText && b.Text != "" {
+				if b.Type == llm.BlockText && !blank(b.Text) {
 					w.System = append(w.System, textBlock(b.Text, b.Cache))
 				}
 			}
@@ -129,7 +139,7 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 			if i == len(req.Prefill)-1 {
 				t = strings.TrimRight(t, " \t\r\n") // the API rejects trailing whitespace here
 			}
-			if t != "" {
+			if !blank(t) {
 				pre = append(pre, textBlock(t, ""))
 			}
 		}
@@ -183,7 +193,7 @@ func userBlocks(content []llm.Block) []wireBlock {
 	for _, b := range content {
 		switch b.Type {
 		case llm.BlockText:
-			if b.Text != "" {
+			if !blank(b.Text) {
 				out = append(out, textBlock(b.Text, b.Cache))
 			}
 		case llm.BlockImage:
@@ -193,12 +203,17 @@ func userBlocks(content []llm.Block) []wireBlock {
 			for _, c := range b.Content {
 				switch c.Type {
 				case llm.BlockText:
-					if c.Text != "" {
+					if !blank(c.Text) {
 						wb.Content = append(wb.Content, textBlock(c.Text, ""))
 					}
 				case llm.BlockImage:
 					wb.Content = append(wb.Content, imageBlock(c))
 				}
+			}
+			if len(wb.Content) == 0 && len(b.Content) > 0 {
+				// Only blank text: say so rather than send what the
+				// API rejects.
+				wb.Content = append(wb.Content, textBlock(noOutput, ""))
 			}
 			out = append(out, wb)
 		}
@@ -227,7 +242,7 @@ func assistantBlocks(content []llm.Block) []wireBlock {
 	for _, b := range content {
 		switch b.Type {
 		case llm.BlockText:
-			if b.Text != "" {
+			if !blank(b.Text) {
 				out = append(out, textBlock(b.Text, b.Cache))
 			}
 		case llm.BlockReasoning:

@@ -238,3 +238,94 @@ func TestThinkingRoundTrip(t *testing.T) {
 		t.Errorf("no signature assembled")
 	}
 }
+
+// TestBlankTextDropped: the Messages API rejects text blocks that are empty
+// or only whitespace, so a stored assistant answer of "\n\n" must not make
+// every later request fail. Blank text is dropped everywhere, a message left
+// empty disappears (its neighbours merge) and a tool result whose text is
+// all blank says "(no output)".
+func TestBlankTextDropped(t *testing.T) {
+	req := &llm.Request{
+		Model:  "anthropic/claude-sonnet-4-5",
+		System: " \n",
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: []llm.Block{llm.Text("\t")}},
+			{Role: llm.RoleUser, Content: []llm.Block{llm.Text("Hi")}},
+			{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("\n\n")}},
+			{Role: llm.RoleUser, Content: []llm.Block{llm.Text("  "), {Type: llm.BlockImage, URL: "data:image/png;base64,iVBOR"}}},
+			{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text(" \t"), llm.ToolCall("toolu_1", "read", `{"path":"a"}`), llm.Text("\n")}},
+			{Role: llm.RoleUser, Content: []llm.Block{
+				llm.Text("  "),
+				{Type: llm.BlockToolResult, ToolCallID: "toolu_1", Content: []llm.Block{llm.Text("\n")}},
+			}},
+			{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("\u00a0\u2003")}},
+			{Role: llm.RoleUser, Content: []llm.Block{llm.Text("Go on."), llm.Text("\r\n")}},
+		},
+	}
+	body, err := mustAdapter(t, Anthropic().Config).RequestBody(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, body, `{
+	 "model":"claude-sonnet-4-5",
+	 "max_tokens":32000,
+	 "messages":[
+	  {"role":"user","content":[
+	    {"type":"text","text":"Hi"},
+	    {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}]},
+	  {"role":"assistant","content":[
+	    {"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"a"}}]},
+	  {"role":"user","content":[
+	    {"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"(no output)"}]},
+	    {"type":"text","text":"Go on.","cache_control":{"type":"ephemeral"}}]}
+	 ],
+	 "stream":true
+	}`)
+	// Prefill: a blank block is dropped too.
+	req = &llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text("hi")}}},
+		Prefill: []llm.Block{llm.Text(" "), llm.Text("{")}}
+	body, err = mustAdapter(t, Anthropic().Config).RequestBody(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte(`{"role":"assistant","content":[{"type":"text","text":"{"`)) {
+		t.Errorf("prefill: %s", body)
+	}
+}
+
+// TestBaseURLWithQuery: an API root with a query string gets /v1/messages
+// joined to its path, the query kept.
+func TestBaseURLWithQuery(t *testing.T) {
+	text, _ := fs.ReadFile(conformance.Transcripts("anthropic"), "text.sse")
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.URL.Path + " ? " + r.URL.RawQuery:
+		default:
+			t.Errorf("more than one request per call")
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(text)
+	}))
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	for base, want := range map[string]string{
+		"/gateway/anthropic?api-version=2024-10-21": "/gateway/anthropic/v1/messages ? api-version=2024-10-21",
+		"/?key=a%2Fb": "/v1/messages ? key=a%2Fb",
+		"/gateway/":   "/gateway/v1/messages ? ",
+	} {
+		a := mustAdapter(t, Config{Provider: "anthropic", BaseURL: srv.URL + base, APIKey: "k", HTTPClient: &http.Client{Transport: tr}})
+		res := conformance.Collect(context.Background(), a, &llm.Request{Model: "anthropic/claude-sonnet-4-5",
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text("hi")}}}})
+		if res.Err != nil {
+			t.Fatalf("%s: %v", base, res.Err)
+		}
+		if g := <-got; g != want {
+			t.Errorf("base %q: request %q, want %q", base, g, want)
+		}
+	}
+	if _, err := New(Config{Provider: "anthropic", BaseURL: srv.URL + "#x"}); err == nil || !strings.Contains(err.Error(), "fragment") {
+		t.Errorf("fragment: %v", err)
+	}
+}

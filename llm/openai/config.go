@@ -33,8 +33,11 @@ type Config struct {
 	// Provider names the provider: the prefix of its model references
 	// ("deepseek" in "deepseek/deepseek-v4-flash") and the name in errors.
 	Provider string
-	// BaseURL is the API root; requests go to BaseURL + "/chat/completions"
-	// ("https://api.deepseek.com", "https://api.openai.com/v1").
+	// BaseURL is the API root; requests go to its path + "/chat/completions"
+	// ("https://api.deepseek.com", "https://api.openai.com/v1"). A query
+	// string is kept after the joined path (Azure's
+	// ".../openai/deployments/NAME?api-version=2024-10-21"); a fragment is
+	// an error.
 	BaseURL string
 	// APIKey is sent as a bearer token. When it is empty and APIKeyEnv is
 	// set, every request fails with CodeAuth naming that variable.

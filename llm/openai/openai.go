@@ -2,7 +2,7 @@
 // APIs (OpenAI, DeepSeek and any server speaking the same wire format). It
 // speaks HTTP and server-sent events itself through [sse.Client]: streaming
 // text, reasoning_content (DeepSeek thinking mode, with its passback rule),
-// tool-call deltas assembled by index, tool_choice, output limits,
+// tool-call deltas assembled by index and id, tool_choice, output limits,
 // temperature, stop sequences and usage including cached-prompt tokens.
 package openai
 
@@ -30,14 +30,14 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Provider == "" {
 		return nil, fmt.Errorf("openai: Config.Provider is required")
 	}
-	base, err := sse.BaseURL("openai", cfg.Provider, cfg.BaseURL)
+	endpoint, err := sse.Endpoint("openai", cfg.Provider, cfg.BaseURL, "chat/completions")
 	if err != nil {
 		return nil, err
 	}
 	return &Adapter{
 		cfg:    cfg,
 		client: sse.Client{HTTP: cfg.HTTPClient, Provider: cfg.Provider, Options: cfg.Transport},
-		url:    base + "/chat/completions",
+		url:    endpoint,
 	}, nil
 }
 
@@ -263,20 +263,13 @@ func (d *decoder) delta(dw *deltaWire) error {
 	}
 	for pos := range dw.ToolCalls {
 		tc := &dw.ToolCalls[pos]
-		key := pos
-		if tc.HasIndex {
-			key = tc.Index
-		}
-		idx := -1
-		for i := range d.blocks {
-			if d.blocks[i].typ == llm.BlockToolCall && d.blocks[i].wire == key {
-				idx = i
-				break
-			}
-		}
+		idx := d.toolCall(tc)
 		if idx < 0 {
 			i, err := d.open(llm.BlockToolCall)
-			d.blocks[i].wire = key
+			d.blocks[i].wire = pos
+			if tc.HasIndex {
+				d.blocks[i].wire = tc.Index
+			}
 			idx = i
 			if err != nil {
 				return err
@@ -295,6 +288,30 @@ func (d *decoder) delta(dw *deltaWire) error {
 		}
 	}
 	return nil
+}
+
+// toolCall returns the harness index of the tool call a tool_calls delta
+// continues, or -1 when the delta starts a new call. A delta with an index
+// belongs to the call most recently opened at that index, one without (some
+// gateways omit it) to the last call opened. But a delta carrying an id
+// other than that call's own starts a new call: servers that put every
+// parallel call at index 0, or send no index at all, tell calls apart only
+// by their ids. So does a delta naming another function than the call's:
+// a call is never renamed. Deltas without an id or name (argument
+// fragments), and an id or name arriving after the call opened without
+// one, continue the call.
+func (d *decoder) toolCall(tc *toolDeltaWire) int {
+	for i := len(d.blocks) - 1; i >= 0; i-- {
+		b := &d.blocks[i]
+		if b.typ != llm.BlockToolCall || (tc.HasIndex && b.wire != tc.Index) {
+			continue
+		}
+		if (tc.ID != "" && b.id != "" && tc.ID != b.id) || (tc.Name != "" && b.name != "" && tc.Name != b.name) {
+			return -1
+		}
+		return i
+	}
+	return -1
 }
 
 // end runs at [DONE]: close every block, then usage, then finish.

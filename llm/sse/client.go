@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -548,20 +550,21 @@ func (c *Client) statusError(resp *http.Response, raw []byte) error {
 }
 
 // retryAfter reads retry-after-ms (milliseconds) or Retry-After (seconds or
-// an HTTP date).
+// an HTTP date). A delay too large for a time.Duration saturates rather
+// than reading as absent, so [Options.MaxRetryAfter] ends the call.
 func (c *Client) retryAfter(h http.Header) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e9 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && ms > 0 {
+			return saturate(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < 1e6 {
-			return time.Duration(s * float64(time.Second))
+	if s, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if s > 0 {
+			return saturate(s, time.Second)
 		}
 		return 0
 	}
@@ -571,6 +574,15 @@ func (c *Client) retryAfter(h http.Header) time.Duration {
 		}
 	}
 	return 0
+}
+
+// saturate returns n units as a Duration, math.MaxInt64 when that
+// overflows (or n is +Inf).
+func saturate(n float64, unit time.Duration) time.Duration {
+	if d := n * float64(unit); d < float64(math.MaxInt64) {
+		return time.Duration(d)
+	}
+	return math.MaxInt64
 }
 
 type errorBody struct {
@@ -708,12 +720,49 @@ func snippet(b []byte) []byte {
 	return b
 }
 
-// BaseURL checks and normalises a provider's API root: trimmed, an http(s)
-// URL, without a trailing slash. pkg names the adapter in the error.
+// BaseURL checks and normalises a provider's API root: trimmed, an
+// absolute http(s) URL with a host, no fragment, its path without a
+// trailing slash; a query string (Azure's ?api-version=…) is kept. pkg names
+// the adapter in the error. Join an API path to it with [Endpoint], not by
+// concatenation, which would append the path to the query.
 func BaseURL(pkg, provider, raw string) (string, error) {
-	base := strings.TrimRight(strings.TrimSpace(raw), "/")
-	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return "", fmt.Errorf("%s: provider %q: base URL %q is not an http(s) URL", pkg, provider, raw)
+	u, err := parseBase(pkg, provider, raw)
+	if err != nil {
+		return "", err
 	}
-	return base, nil
+	return u.String(), nil
+}
+
+// Endpoint checks a provider's API root as [BaseURL] does and joins path
+// (for instance "chat/completions") to its path, keeping its query string:
+// "https://x.example/openai/deployments/d?api-version=1" and
+// "chat/completions" give
+// "https://x.example/openai/deployments/d/chat/completions?api-version=1".
+func Endpoint(pkg, provider, raw, path string) (string, error) {
+	u, err := parseBase(pkg, provider, raw)
+	if err != nil {
+		return "", err
+	}
+	return u.JoinPath(path).String(), nil
+}
+
+func parseBase(pkg, provider, raw string) (*url.URL, error) {
+	s := strings.TrimSpace(raw)
+	bad := func(why string) error {
+		return fmt.Errorf("%s: provider %q: base URL %q %s", pkg, provider, raw, why)
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return nil, bad(fmt.Sprintf("is not a valid URL: %v", errors.Unwrap(err)))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, bad("is not an http(s) URL")
+	case u.Host == "" || u.Opaque != "":
+		return nil, bad("has no host")
+	case strings.Contains(s, "#"):
+		return nil, bad("has a fragment (#…), which is never sent to the server")
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = strings.TrimRight(u.RawPath, "/")
+	return u, nil
 }

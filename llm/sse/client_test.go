@@ -128,6 +128,28 @@ func TestRetryPolicy(t *testing.T) {
 			t.Errorf("err %v, requests %d, sleeps %v", err, n.Load(), s.d)
 		}
 	})
+	// A wait too long to represent must not read as no Retry-After at all
+	// (an immediate retry): it is longer than MaxRetryAfter, so the call
+	// ends after one request.
+	for name, h := range map[string]map[string]string{
+		"huge seconds":     {"Retry-After": "1000000"},
+		"huge exponent":    {"Retry-After": "1e6"},
+		"overflow seconds": {"Retry-After": "99999999999999999999"},
+		"out of range":     {"Retry-After": "1e400"},
+		"huge ms":          {"Retry-After-Ms": "1000000000", "Retry-After": "1"},
+		"overflow ms":      {"Retry-After-Ms": "1e300"},
+	} {
+		t.Run("retry-after "+name, func(t *testing.T) {
+			srv, n := scripted(t, step{429, h, `{"error":{"message":"quota","type":"rate_limit_error"}}`})
+			s := &sleeps{}
+			c, nr := testClient(srv.URL, s)
+			err := c.Do(context.Background(), nr, &lineDecoder{})
+			e, ok := llm.AsError(err)
+			if !ok || e.Code != llm.CodeRateLimit || e.Status != 429 || n.Load() != 1 || len(s.d) != 0 {
+				t.Errorf("err %v, requests %d, sleeps %v", err, n.Load(), s.d)
+			}
+		})
+	}
 	t.Run("x-should-retry false", func(t *testing.T) {
 		srv, n := scripted(t, step{503, map[string]string{"X-Should-Retry": "false"}, "busy"})
 		s := &sleeps{}
@@ -188,6 +210,36 @@ type decoderFunc func(*Event) (bool, error)
 func (f decoderFunc) Reset()                        {}
 func (f decoderFunc) Emitted() bool                 { return true }
 func (f decoderFunc) Event(ev *Event) (bool, error) { return f(ev) }
+
+func TestEndpoint(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://api.deepseek.com":     "https://api.deepseek.com/chat/completions",
+		" https://api.openai.com/v1/ ": "https://api.openai.com/v1/chat/completions",
+		"https://r.openai.azure.com/openai/deployments/gpt4o?api-version=2024-10-21":  "https://r.openai.azure.com/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21",
+		"https://r.openai.azure.com/openai/deployments/gpt4o/?api-version=2024-10-21": "https://r.openai.azure.com/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21",
+		"http://127.0.0.1:8080/a%2Fb/?k=x%2Fy&z":                                      "http://127.0.0.1:8080/a%2Fb/chat/completions?k=x%2Fy&z",
+	} {
+		got, err := Endpoint("openai", "p", raw, "chat/completions")
+		if err != nil || got != want {
+			t.Errorf("Endpoint(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	if got, err := BaseURL("openai", "p", "https://x.example/v1/?api-version=1"); err != nil || got != "https://x.example/v1?api-version=1" {
+		t.Errorf("BaseURL = %q, %v", got, err)
+	}
+	for raw, why := range map[string]string{
+		"ftp://x":            "not an http(s) URL",
+		"api.openai.com/v1":  "not an http(s) URL",
+		"https://":           "no host",
+		"https://x/v1#frag":  "fragment",
+		"https://x/v1?a=1#":  "fragment",
+		"https://x/v1\x7f%z": "not a valid URL",
+	} {
+		if _, err := Endpoint("openai", "p", raw, "chat/completions"); err == nil || !strings.Contains(err.Error(), why) || !strings.HasPrefix(err.Error(), `openai: provider "p": `) {
+			t.Errorf("Endpoint(%q): err %v, want %q", raw, err, why)
+		}
+	}
+}
 
 func TestBackoff(t *testing.T) {
 	o := Options{BaseDelay: time.Second, MaxDelay: 5 * time.Second, Rand: func() float64 { return 0.999 }}
