@@ -1,7 +1,6 @@
 package subagent
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,15 +15,19 @@ import (
 type Definition struct {
 	Name        string
 	Description string
-	Tools       []string
-	Model       string
-	Prompt      string
-	Path        string
+	// Tools restricts the child to these tools (Claude Code names such as
+	// Read are mapped to dsh's); nil means every tool the parent has.
+	Tools  []string
+	Model  string
+	Prompt string
+	Path   string
 }
 
 // LoadDefinitions reads *.md files from dirs in order; a later directory's
 // definition of the same name wins (project over user). Files without a
-// name fall back to the file name.
+// name fall back to the file name. A file whose front matter cannot be
+// read, or whose tools key names no tool, is left out and reported in the
+// joined error (the other definitions are still returned).
 func LoadDefinitions(dirs ...string) ([]Definition, error) {
 	byName := map[string]Definition{}
 	var errs []error
@@ -63,38 +66,91 @@ func parseDefinition(path string) (Definition, error) {
 		return Definition{}, err
 	}
 	d := Definition{Name: strings.TrimSuffix(filepath.Base(path), ".md"), Path: path}
-	text := string(b)
-	if strings.HasPrefix(text, "---\n") {
-		end := strings.Index(text[4:], "\n---")
+	// Files saved on Windows use CRLF; an editor may add a byte order mark.
+	text := strings.TrimPrefix(string(b), "\ufeff")
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	if first, rest, _ := strings.Cut(text, "\n"); strings.TrimRight(first, " \t") == "---" {
+		lines := strings.Split(rest, "\n")
+		end := -1
+		for i, l := range lines {
+			if strings.TrimRight(l, " \t") == "---" {
+				end = i
+				break
+			}
+		}
 		if end < 0 {
 			return Definition{}, fmt.Errorf("subagent: %s: front matter is not closed with ---", path)
 		}
-		front := text[4 : 4+end]
-		text = strings.TrimPrefix(text[4+end+4:], "\n")
-		sc := bufio.NewScanner(strings.NewReader(front))
-		for sc.Scan() {
-			k, v, ok := strings.Cut(sc.Text(), ":")
-			if !ok {
-				continue
-			}
-			v = strings.Trim(strings.TrimSpace(v), `"'`)
-			switch strings.TrimSpace(k) {
-			case "name":
-				d.Name = v
-			case "description":
-				d.Description = v
-			case "model":
-				d.Model = v
-			case "tools":
-				v = strings.Trim(v, "[]")
-				for _, t := range strings.Split(v, ",") {
-					if t = strings.Trim(strings.TrimSpace(t), `"'`); t != "" {
-						d.Tools = append(d.Tools, t)
-					}
-				}
-			}
+		text = strings.Join(lines[end+1:], "\n")
+		if err := d.parseFront(lines[:end]); err != nil {
+			return Definition{}, fmt.Errorf("subagent: %s: %w", path, err)
 		}
 	}
 	d.Prompt = strings.TrimSpace(text)
 	return d, nil
+}
+
+// parseFront reads the small YAML subset agent files use: top-level
+// "key: value" lines, tools as a comma list, an inline [a, b] list or a
+// block list of "- item" lines under "tools:". A tools key that names no
+// tool is an error: no tool list means every tool, so reading a
+// restriction as empty would silently widen the agent.
+func (d *Definition) parseFront(lines []string) error {
+	toolsKey, inTools := false, false
+	unquote := func(s string) string { return strings.Trim(strings.TrimSpace(s), `"'`) }
+	addTools := func(v string) {
+		if i := strings.Index(v, " #"); i >= 0 {
+			v = v[:i] // a trailing YAML comment
+		}
+		v = strings.TrimSpace(v)
+		if strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]") {
+			v = v[1 : len(v)-1]
+		}
+		for _, t := range strings.Split(v, ",") {
+			if t = unquote(t); t != "" {
+				d.Tools = append(d.Tools, t)
+			}
+		}
+	}
+	for _, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		indented := line[0] == ' ' || line[0] == '\t'
+		if inTools && (indented || strings.HasPrefix(trimmed, "- ") || trimmed == "-") {
+			item, ok := strings.CutPrefix(trimmed, "-")
+			if ok {
+				addTools(item)
+			}
+			continue
+		}
+		inTools = false
+		if indented {
+			continue // a continuation of some other key
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "name":
+			d.Name = unquote(v)
+		case "description":
+			d.Description = unquote(v)
+		case "model":
+			d.Model = unquote(v)
+		case "tools":
+			toolsKey = true
+			if strings.TrimSpace(v) == "" {
+				inTools = true
+			} else {
+				addTools(v)
+			}
+		}
+	}
+	if toolsKey && len(d.Tools) == 0 {
+		return errors.New(`"tools" is present but names no tool; refusing this agent rather than giving it every tool (list tools as "tools: Read, Grep" or as "- Read" lines)`)
+	}
+	return nil
 }

@@ -66,7 +66,7 @@ func (p *InProcess) Start(ctx context.Context, req Request, depth int) (Run, err
 	if err != nil {
 		return nil, err
 	}
-	forget := p.service.setDepth(id, depth)
+	forget := p.service.enter(id, depth, req.slot)
 	r := &inRun{hd: hd, seedLen: len(seed), forget: forget}
 	if err := hd.Agent.Send(ctx, req.Prompt, llm.Source{Kind: llm.SourceAgent, AgentID: string(parent.ID())}); err != nil {
 		_ = r.Dispose(context.WithoutCancel(ctx))

@@ -69,6 +69,11 @@ type Request struct {
 	Options agent.Options
 	// AgentName names the custom agent definition used, if any.
 	AgentName string
+
+	// slot is the child's share of the breadth cap, set by Delegate; an
+	// in-process provider registers it with the child's agent id so the
+	// child's own delegations can hand it back while they wait.
+	slot *slot
 }
 
 // Result is a finished run.
@@ -115,7 +120,7 @@ type Service struct {
 	mu        sync.Mutex
 	providers map[string]Provider
 	order     []string
-	depths    map[agent.ID]int // child agent depth
+	children  map[agent.ID]child // in-process children by agent id
 	sem       chan struct{}
 	maxDepth  int
 	log       *slog.Logger
@@ -130,7 +135,10 @@ type Options struct {
 	// MaxDepth is how deep children may nest (default 2: a child may not
 	// start grandchildren beyond depth 2).
 	MaxDepth int
-	// MaxConcurrent bounds children running at once (default 8).
+	// MaxConcurrent bounds children working at once across the service
+	// (default 8). A child that is waiting for children of its own hands its
+	// slot back meanwhile and takes one again before it goes on, so nested
+	// delegation can never deadlock on the pool.
 	MaxConcurrent int
 	Logger        *slog.Logger
 }
@@ -146,7 +154,7 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{providers: map[string]Provider{}, depths: map[agent.ID]int{}, sem: make(chan struct{}, o.MaxConcurrent),
+	return &Service{providers: map[string]Provider{}, children: map[agent.ID]child{}, sem: make(chan struct{}, o.MaxConcurrent),
 		maxDepth: o.MaxDepth, log: o.Logger,
 		Started: kernel.NewSignal[Note]("subagent/start"), Ended: kernel.NewSignal[Note]("subagent/end")}
 }
@@ -186,20 +194,95 @@ func (s *Service) Providers() []string {
 func (s *Service) Depth(id agent.ID) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.depths[id]
+	return s.children[id].depth
 }
 
 // MaxDepth is the configured depth cap.
 func (s *Service) MaxDepth() int { return s.maxDepth }
 
-func (s *Service) setDepth(id agent.ID, d int) func() {
+type child struct {
+	depth int
+	slot  *slot
+}
+
+// enter registers an in-process child's depth and slot; the returned
+// function forgets it.
+func (s *Service) enter(id agent.ID, depth int, sl *slot) func() {
 	s.mu.Lock()
-	s.depths[id] = d
+	s.children[id] = child{depth: depth, slot: sl}
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
-		delete(s.depths, id)
+		delete(s.children, id)
 		s.mu.Unlock()
+	}
+}
+
+// slot is one child's token in the breadth pool. The child holds it while
+// it works; while any delegation of its own is in flight it gives the token
+// back, and the last of them to finish takes one again. Tokens are
+// therefore only held by children that are working (not waiting on the
+// pool), which always leaves a way forward.
+type slot struct {
+	sem    chan struct{}
+	mu     sync.Mutex
+	held   bool // a token of sem is held for this child
+	away   int  // this child's delegations in flight
+	closed bool // the child's run is over
+}
+
+// take waits for a token; false when ctx ended first.
+func (sl *slot) take(ctx context.Context) bool {
+	select {
+	case sl.sem <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	// A token is only kept by a live child that is not waiting on its own
+	// delegations and does not hold one already.
+	if sl.closed || sl.held || sl.away > 0 {
+		<-sl.sem
+		return true
+	}
+	sl.held = true
+	return true
+}
+
+// leave marks a delegation of the child as started, giving the child's
+// token back to the pool while it waits.
+func (sl *slot) leave() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.away++
+	if sl.away == 1 && sl.held {
+		sl.held = false
+		<-sl.sem
+	}
+}
+
+// back marks a delegation as finished; the last one takes a token again
+// for the child before it goes on (unless ctx ends first: the child is
+// being cancelled and winds down without one).
+func (sl *slot) back(ctx context.Context) {
+	sl.mu.Lock()
+	sl.away--
+	need := sl.away == 0 && !sl.held && !sl.closed
+	sl.mu.Unlock()
+	if need {
+		sl.take(ctx)
+	}
+}
+
+// close ends the child's run and returns its token, if held.
+func (sl *slot) close() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.closed = true
+	if sl.held {
+		sl.held = false
+		<-sl.sem
 	}
 }
 
@@ -214,18 +297,28 @@ func (s *Service) Delegate(ctx context.Context, provider string, req Request) (R
 		return Result{}, fmt.Errorf("%w: %q", ErrNoProvider, provider)
 	}
 	depth := 1
+	var caller *slot
 	if req.Parent != nil {
-		depth = s.Depth(req.Parent.ID()) + 1
+		s.mu.Lock()
+		c := s.children[req.Parent.ID()]
+		s.mu.Unlock()
+		depth, caller = c.depth+1, c.slot
 	}
 	if depth > s.maxDepth {
 		return Result{}, fmt.Errorf("%w: this agent is at depth %d and the limit is %d; do the work yourself instead of delegating", ErrDepth, depth-1, s.maxDepth)
 	}
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
+	// A calling child gives its token back while it waits for this one, or
+	// children waiting on grandchildren could hold every token.
+	if caller != nil {
+		caller.leave()
+		defer caller.back(ctx)
+	}
+	sl := &slot{sem: s.sem}
+	if !sl.take(ctx) {
 		return Result{StopReason: Aborted}, nil
 	}
-	defer func() { <-s.sem }()
+	defer sl.close()
+	req.slot = sl
 	run, err := p.Start(ctx, req, depth)
 	if err != nil {
 		return Result{}, err
@@ -247,7 +340,10 @@ func (s *Service) Delegate(ctx context.Context, provider string, req Request) (R
 	res, err := run.Wait(bg)
 	close(done)
 	if err != nil {
-		res = Result{StopReason: Failed, ChildSession: run.ChildSession()}
+		res = Result{StopReason: Failed}
+	}
+	if res.ChildSession == "" {
+		res.ChildSession = run.ChildSession()
 	}
 	if ctx.Err() != nil && res.StopReason == Completed {
 		res.StopReason = Aborted

@@ -3,6 +3,7 @@ package subagent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,11 @@ type rig struct {
 
 func newRig(t *testing.T, r *router, maxDepth int) *rig {
 	t.Helper()
+	return newRigWith(t, r, subagent.Options{MaxDepth: maxDepth}, nil)
+}
+
+func newRigWith(t *testing.T, r *router, o subagent.Options, defs []subagent.Definition) *rig {
+	t.Helper()
 	h, err := core.New(core.Options{Invariants: true})
 	if err != nil {
 		t.Fatal(err)
@@ -95,13 +101,13 @@ func newRig(t *testing.T, r *router, maxDepth int) *rig {
 	if _, err := h.LLM.RegisterModels([]string{"mock"}, r); err != nil {
 		t.Fatal(err)
 	}
-	svc := subagent.NewService(subagent.Options{MaxDepth: maxDepth})
+	svc := subagent.NewService(o)
 	for _, p := range []subagent.Provider{subagent.Spawn(svc, h.Agents), subagent.Fork(svc, h.Agents)} {
 		if _, err := svc.Register(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := h.Tools.RegisterAll(h.Scope, task.Tool("task", "spawn", svc, h.Agents, nil), task.Tool("fork", "fork", svc, h.Agents, nil)); err != nil {
+	if err := h.Tools.RegisterAll(h.Scope, task.Tool("task", "spawn", svc, h.Agents, defs), task.Tool("fork", "fork", svc, h.Agents, nil)); err != nil {
 		t.Fatal(err)
 	}
 	r.parent = "parent-session"
@@ -329,5 +335,213 @@ func TestDefinitions(t *testing.T) {
 	}
 	if defs[0].Name != "plain" || defs[0].Prompt != "Just a prompt." {
 		t.Fatalf("%+v", defs[0])
+	}
+}
+
+// A block list of tools and a CRLF file must both keep their restriction:
+// an agent file whose tools were silently lost would get every tool.
+func TestDefinitionToolRestrictions(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/blocklist.md", "---\nname: blocklist\ndescription: read only\ntools:\n  - Read\n  - Grep\n---\nOnly read.\n")
+	writeFile(t, dir+"/crlf-file.md", "---\r\nname: crlf\r\ndescription: read only\r\ntools: Read, Grep\r\n---\r\nOnly read.\r\n")
+	writeFile(t, dir+"/inline.md", "---\nname: inline\ntools: [\"Read\", 'Grep']\n---\nOnly read.\n")
+	defs, err := subagent.LoadDefinitions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 3 {
+		t.Fatalf("%+v", defs)
+	}
+	for _, d := range defs {
+		if strings.Join(d.Tools, ",") != "Read,Grep" || d.Prompt != "Only read." {
+			t.Errorf("%s: tools %q prompt %q (%+v)", d.Path, d.Tools, d.Prompt, d)
+		}
+	}
+	if defs[0].Name != "blocklist" || defs[1].Name != "crlf" || defs[0].Description != "read only" || defs[1].Description != "read only" {
+		t.Fatalf("%+v", defs)
+	}
+}
+
+// A tools key that names nothing usable refuses the definition instead of
+// granting every tool.
+func TestDefinitionEmptyToolsRefused(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty":    "---\nname: empty\ntools:\n---\nPrompt.\n",
+		"brackets": "---\nname: brackets\ntools: []\n---\nPrompt.\n",
+		"nested":   "---\nname: nested\ntools:\n  read: true\n---\nPrompt.\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir+"/"+name+".md", body)
+			writeFile(t, dir+"/ok.md", "---\nname: ok\ntools: Read\n---\nFine.\n")
+			defs, err := subagent.LoadDefinitions(dir)
+			if err == nil || !strings.Contains(err.Error(), "names no tool") {
+				t.Fatalf("want a refusal, got %v", err)
+			}
+			if len(defs) != 1 || defs[0].Name != "ok" {
+				t.Fatalf("the refused definition must be left out: %+v", defs)
+			}
+		})
+	}
+}
+
+// idleWithin is a hang detector, not a timing assertion.
+func (g *rig) idleWithin(t *testing.T, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := g.a.WhenIdle(ctx); err != nil {
+		t.Fatalf("the parent never went idle (nested delegation deadlocked on the pool?): %v", err)
+	}
+}
+
+// nested answers children: an OUTER child delegates once (after the
+// barrier, if any), an INNER child answers "ok", and an OUTER child that
+// got its answer finishes with it.
+func nested(r *router, barrier func()) func(*llm.Request) []llm.Chunk {
+	return func(req *llm.Request) []llm.Chunk {
+		hist := msgsText(req.Messages)
+		switch {
+		case strings.Contains(hist, "INNER") && len(req.Messages) == 1:
+			return scripted.TextChunks("ok", llm.FinishStop)
+		case strings.Contains(hist, "OUTER") && len(req.Messages) == 1:
+			if barrier != nil {
+				r.mu.Unlock()
+				barrier()
+				r.mu.Lock()
+			}
+			return scripted.CallChunks("", scripted.ToolCall{ID: "inner", Name: "task", Args: map[string]string{"description": "inner", "prompt": "INNER"}})
+		default:
+			return scripted.TextChunks("outer got "+llm.TextOf(req.Messages[len(req.Messages)-1].Content[0].Content), llm.FinishStop)
+		}
+	}
+}
+
+// With one slot, a child that delegates once must not wait forever for a
+// slot it holds itself.
+func TestNestedDelegationSingleSlot(t *testing.T) {
+	r := &router{script: []func(*llm.Request) []llm.Chunk{
+		calls(scripted.ToolCall{ID: "outer", Name: "task", Args: map[string]string{"description": "outer", "prompt": "OUTER"}}),
+		text("done"),
+	}}
+	r.child = nested(r, nil)
+	g := newRigWith(t, r, subagent.Options{MaxConcurrent: 1, MaxDepth: 2}, nil)
+	g.send(t, "go")
+	g.idleWithin(t, 10*time.Second)
+	rs := results(g.a.Session())
+	if len(rs) != 1 || llm.TextOf(rs[0].Content) != "outer got ok" {
+		t.Fatalf("results %+v", rs)
+	}
+}
+
+// With the defaults (8 slots, depth 2), 8 parallel children that all hold
+// a slot and then delegate once must all finish.
+func TestNestedDelegationFullPool(t *testing.T) {
+	const n = 8
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	barrier := func() {
+		if arrived.Add(1) == n {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(15 * time.Second):
+		}
+	}
+	var cs []scripted.ToolCall
+	for i := range n {
+		cs = append(cs, scripted.ToolCall{ID: fmt.Sprintf("outer%d", i), Name: "task", Args: map[string]string{"description": "outer", "prompt": fmt.Sprintf("OUTER %d", i)}})
+	}
+	r := &router{script: []func(*llm.Request) []llm.Chunk{calls(cs...), text("done")}}
+	r.child = nested(r, barrier)
+	g := newRigWith(t, r, subagent.Options{}, nil)
+	g.send(t, "go")
+	g.idleWithin(t, 10*time.Second)
+	if arrived.Load() != n {
+		t.Fatalf("only %d children held a slot at once", arrived.Load())
+	}
+	rs := results(g.a.Session())
+	if len(rs) != n {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, tr := range rs {
+		if llm.TextOf(tr.Content) != "outer got ok" {
+			t.Fatalf("results %+v", rs)
+		}
+	}
+}
+
+// The breadth cap still bounds children that are working: a child waiting
+// for its own child does not count, every other one does.
+func TestBreadthCapWithNesting(t *testing.T) {
+	const n, limit = 5, 2
+	var inflight, peak atomic.Int32
+	var cs []scripted.ToolCall
+	for i := range n {
+		cs = append(cs, scripted.ToolCall{ID: fmt.Sprintf("outer%d", i), Name: "task", Args: map[string]string{"description": "outer", "prompt": fmt.Sprintf("OUTER %d", i)}})
+	}
+	r := &router{script: []func(*llm.Request) []llm.Chunk{calls(cs...), text("done")}}
+	answer := nested(r, nil)
+	r.child = func(req *llm.Request) []llm.Chunk {
+		v := inflight.Add(1)
+		for p := peak.Load(); v > p && !peak.CompareAndSwap(p, v); p = peak.Load() {
+		}
+		r.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		r.mu.Lock()
+		inflight.Add(-1)
+		return answer(req)
+	}
+	g := newRigWith(t, r, subagent.Options{MaxConcurrent: limit}, nil)
+	g.send(t, "go")
+	g.idleWithin(t, 10*time.Second)
+	if p := peak.Load(); p > limit || p < 2 {
+		t.Fatalf("peak of working children %d, cap %d", p, limit)
+	}
+	rs := results(g.a.Session())
+	if len(rs) != n {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, tr := range rs {
+		if llm.TextOf(tr.Content) != "outer got ok" {
+			t.Fatalf("results %+v", rs)
+		}
+	}
+}
+
+// End to end: a block-list agent's child does not see tools outside its
+// list (here the rig's task and fork, which it would get unrestricted).
+func TestDefinitionRestrictsChildTools(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/blocklist.md", "---\nname: blocklist\ndescription: read only\ntools:\n  - Read\n  - Grep\n---\nOnly read.\n")
+	defs, err := subagent.LoadDefinitions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var childTools []string
+	r := &router{script: []func(*llm.Request) []llm.Chunk{
+		calls(scripted.ToolCall{ID: "b", Name: "task", Args: map[string]string{"description": "read", "prompt": "P", "subagent_type": "blocklist"}}),
+		text("done"),
+	}}
+	r.child = func(req *llm.Request) []llm.Chunk {
+		for _, ts := range req.Tools {
+			childTools = append(childTools, ts.Name)
+		}
+		if req.System == "" || !strings.Contains(req.System, "Only read.") {
+			childTools = append(childTools, "(system prompt missing)")
+		}
+		return scripted.TextChunks("read", llm.FinishStop)
+	}
+	g := newRigWith(t, r, subagent.Options{}, defs)
+	g.send(t, "go")
+	g.idle(t)
+	if rs := results(g.a.Session()); len(rs) != 1 || llm.TextOf(rs[0].Content) != "read" {
+		t.Fatalf("results %+v", rs)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(childTools) != 0 {
+		t.Fatalf("the read-only child saw %v", childTools)
 	}
 }

@@ -36,8 +36,14 @@ type Config struct {
 	// first allow option; by default they are rejected.
 	AllowPermissions bool
 	// Grace is how long the child has to exit after its stdin closes and
-	// after SIGTERM (default 2 s each).
+	// after SIGTERM (default 2 s each), and how long a cancelled child has
+	// to answer before its run settles as aborted.
 	Grace time.Duration
+	// Handshake bounds how long Start waits for the child to open its ACP
+	// session, so the session id is known when the run is recorded
+	// (default 10 s). A slower child still runs; its subagent/start record
+	// then lacks the child session.
+	Handshake time.Duration
 }
 
 // Provider starts ACP children.
@@ -50,6 +56,9 @@ func New(cfg Config) *Provider {
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 2 * time.Second
+	}
+	if cfg.Handshake <= 0 {
+		cfg.Handshake = 10 * time.Second
 	}
 	return &Provider{cfg: cfg}
 }
@@ -76,7 +85,14 @@ func Env(parent []string, extra map[string]string) []string {
 	return out
 }
 
-// Start implements subagent.Provider.
+// Start implements subagent.Provider. It returns once the child has opened
+// its session (or failed, exited, or taken longer than cfg.Handshake), so
+// ChildSession names the child's session from the start.
+//
+// The child's session header does not name the parent's session: dsh acp
+// has no way to be told its parent yet (no environment variable or
+// session/new field sets Header.ParentSession), so the link is only in the
+// parent's subagent/start and subagent/end records.
 func (p *Provider) Start(ctx context.Context, req subagent.Request, depth int) (subagent.Run, error) {
 	cwd := ""
 	if req.Parent != nil {
@@ -104,13 +120,22 @@ func (p *Provider) Start(ctx context.Context, req subagent.Request, depth int) (
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("acpchild: starting %s: %w", p.cfg.Command, err)
 	}
-	r := &run{p: p, cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
+	r := &run{p: p, cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(r.exited)
 	}()
 	r.conn = sdk.NewClientSideConnection(&client{r: r}, stdin, stdout)
 	go r.drive(cwd, req.Prompt)
+	t := time.NewTimer(p.cfg.Handshake)
+	defer t.Stop()
+	select {
+	case <-r.ready:
+	case <-r.done:
+	case <-r.exited:
+	case <-ctx.Done(): // the caller cancels the run
+	case <-t.C:
+	}
 	return r, nil
 }
 
@@ -121,12 +146,14 @@ type run struct {
 	conn   *sdk.ClientSideConnection
 	exited chan struct{}
 	done   chan struct{}
+	ready  chan struct{} // closed once sessionID is known
 
 	mu        sync.Mutex
 	text      strings.Builder
 	sessionID sdk.SessionId
 	result    subagent.Result
 	cancelled bool
+	cancel    sync.Once
 	disposed  sync.Once
 	settle    sync.Once
 }
@@ -134,6 +161,9 @@ type run struct {
 func (r *run) finish(res subagent.Result) {
 	r.settle.Do(func() {
 		r.mu.Lock()
+		if res.ChildSession == "" {
+			res.ChildSession = session.ID(r.sessionID)
+		}
 		r.result = res
 		r.mu.Unlock()
 		close(r.done)
@@ -162,6 +192,7 @@ func (r *run) drive(cwd string, prompt []llm.Block) {
 	r.sessionID = s.SessionId
 	cancelled := r.cancelled
 	r.mu.Unlock()
+	close(r.ready)
 	if cancelled {
 		r.finish(subagent.Result{StopReason: subagent.Aborted})
 		return
@@ -234,24 +265,36 @@ func (r *run) Wait(ctx context.Context) (subagent.Result, error) {
 	return r.result, nil
 }
 
+// Cancel asks the child to stop and never blocks. The grace starts at
+// once: a child that ignores the cancel, or that stopped reading its stdin
+// (so that the cancel cannot even be written), settles as aborted when it
+// runs out, and Wait returns; Dispose then kills the process group, which
+// also unblocks any write still pending on the pipe.
 func (r *run) Cancel(reason string) {
-	r.mu.Lock()
-	r.cancelled = true
-	sid := r.sessionID
-	r.mu.Unlock()
-	if sid != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = r.conn.Cancel(ctx, sdk.CancelNotification{SessionId: sid})
-		cancel()
-	}
-	// A child that ignores the cancel still settles as aborted.
-	go func() {
-		select {
-		case <-r.done:
-		case <-time.After(r.p.cfg.Grace):
-			r.finish(subagent.Result{StopReason: subagent.Aborted})
+	r.cancel.Do(func() {
+		r.mu.Lock()
+		r.cancelled = true
+		sid := r.sessionID
+		r.mu.Unlock()
+		go func() {
+			t := time.NewTimer(r.p.cfg.Grace)
+			defer t.Stop()
+			select {
+			case <-r.done:
+			case <-t.C:
+				r.mu.Lock()
+				out := r.output()
+				r.mu.Unlock()
+				r.finish(subagent.Result{Output: out, StopReason: subagent.Aborted})
+			}
+		}()
+		if sid != "" {
+			// The write takes the connection's write lock and can block for
+			// as long as the child does not read; it ends when the child
+			// reads or dies.
+			go func() { _ = r.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: sid}) }()
 		}
-	}()
+	})
 }
 
 // Dispose closes stdin, then signals the whole process group: TERM, then

@@ -73,7 +73,9 @@ func Tool(name, provider string, svc *subagent.Service, agents *agent.Registry, 
 				req.AgentName = def.Name
 				req.Options.Model = def.Model
 				req.Options.SystemPrompt = def.Prompt
-				if len(def.Tools) > 0 {
+				// nil means unrestricted; an empty list (which LoadDefinitions
+				// refuses) must not widen to every tool.
+				if def.Tools != nil {
 					allowed := map[string]bool{}
 					for _, t := range def.Tools {
 						allowed[canonical(t)] = true
