@@ -27,6 +27,8 @@ import (
 	fslocal "github.com/dshq/dsh/fs/local"
 	"github.com/dshq/dsh/fs/policy"
 	"github.com/dshq/dsh/hooks"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
@@ -180,6 +182,17 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err := a.Compactor.Install(h.Scope); err != nil {
 		return fail(err)
 	}
+	// A summary can swallow the last todo_write: restate an unfinished list.
+	_ = h.Scope.Add(a.Compactor.Done.Listen(func(ctx context.Context, out compact.Outcome) error {
+		if out.Err != nil || !out.Summarized || out.Agent == nil {
+			return nil
+		}
+		text := todo.Restate(out.Agent.Session().Events(), out.Shadowed.End)
+		if text == "" {
+			return nil
+		}
+		return out.Agent.Inject(ctx, []llm.Block{llm.Text(text)}, llm.PluginSource(todo.Name))
+	}, kernel.Named("todo")))
 	// Subagents: task (spawn) and fork, with custom agent definitions.
 	if a.enabled("subagents") {
 		if err := a.installSubagents(); err != nil {

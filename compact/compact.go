@@ -158,7 +158,12 @@ type Outcome struct {
 	Before int
 	After  int
 	Pruned int
-	Err    error
+	// Summarized reports that a summary replaced part of the history;
+	// Shadowed is the span of log seqs it replaced. Plugins whose state
+	// the model only knew from that span (a todo list) restate it.
+	Summarized bool
+	Shadowed   Range
+	Err        error
 }
 
 // New returns a compactor.
@@ -286,7 +291,11 @@ func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, syst
 	if !forced && now < threshold {
 		return finish(nil)
 	}
-	return finish(c.summarize(ctx, a, turn, step, cfg, focus))
+	shadowed, err := c.summarize(ctx, a, turn, step, cfg, focus)
+	if err == nil {
+		out.Summarized, out.Shadowed = true, shadowed
+	}
+	return finish(err)
 }
 
 func inProgress(events []session.Event) bool {
@@ -412,15 +421,15 @@ func cutUTF8(s string, n int, head bool) string {
 }
 
 // summarize replaces the head-anchored older span with one summary.
-func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int, cfg Config, focus string) error {
+func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int, cfg Config, focus string) (Range, error) {
 	s := a.Session()
 	nodes, err := surface(s)
 	if err != nil {
-		return err
+		return Range{}, err
 	}
 	keep, err := retainFrom(s, nodes, cfg.RetainTokens)
 	if err != nil {
-		return err
+		return Range{}, err
 	}
 	// Head anchoring: the first user prompt stays verbatim.
 	first := 0
@@ -428,7 +437,7 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 		first = 1
 	}
 	if keep-first < 1 {
-		return errors.New("compact: nothing old enough to summarize (the retained recent history is all there is)")
+		return Range{}, errors.New("compact: nothing old enough to summarize (the retained recent history is all there is)")
 	}
 	span := nodes[first:keep]
 	shadowed := 0
@@ -439,24 +448,24 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 	}
 	summary, err := c.ask(ctx, a, turn, step, cfg, transcript(span), focus)
 	if err != nil {
-		return err
+		return Range{}, err
 	}
 	framed := frame(summary)
 	fTokens := ContentTokens(framed)
 	if fTokens >= shadowed {
-		return fmt.Errorf("compact: summary is not smaller than what it replaces (%d estimated tokens >= %d); history left as it was", fTokens, shadowed)
+		return Range{}, fmt.Errorf("compact: summary is not smaller than what it replaces (%d estimated tokens >= %d); history left as it was", fTokens, shadowed)
 	}
 	bg := context.WithoutCancel(ctx)
 	sumEv, err := s.Append(bg, TypeSummary, Summary{Summary: summary, ShadowedRange: Range{seqs[0], seqs[len(seqs)-1]},
 		ShadowedSeqs: seqs, ShadowedTokenCount: shadowed, SummaryTokenCount: fTokens})
 	if err != nil {
-		return err
+		return Range{}, err
 	}
 	start, _ := s.Last(TypeStart)
 	sources := append([]int64{start.Seq, sumEv.Seq}, seqs...)
 	_, err = s.AppendSurface(bg, session.TypeUserMessage, session.Prompt{Content: framed, Source: llm.PluginSource("compact")},
 		session.ReplaceOp(seqs[0], seqs[len(seqs)-1]), sources)
-	return err
+	return Range{seqs[0], seqs[len(seqs)-1]}, err
 }
 
 func isCheckpoint(e session.Event) bool {

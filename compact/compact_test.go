@@ -250,6 +250,15 @@ func TestManualCompact(t *testing.T) {
 	if out.After >= before {
 		t.Fatalf("before %d after %d", before, out.After)
 	}
+	// The outcome names the span the summary replaced.
+	sum, ok := a.Session().Last(compact.TypeSummary)
+	if !ok {
+		t.Fatal("no summary event")
+	}
+	rec, _ := session.Decode[compact.Summary](sum)
+	if !out.Summarized || out.Shadowed != rec.ShadowedRange || out.Shadowed.End <= out.Shadowed.Start {
+		t.Fatalf("outcome %+v, summary replaced %+v", out, rec.ShadowedRange)
+	}
 	msgs, _ := a.Session().Messages()
 	if !strings.Contains(llm.TextOf(msgs[1].Content), "<compacted-summary>") {
 		t.Fatalf("checkpoint missing: %s", norm(msgs[:2]))

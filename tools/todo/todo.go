@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -202,4 +204,42 @@ func (presented) PresentCall(args json.RawMessage) *tool.View {
 		text = "(empty list)"
 	}
 	return &tool.View{Title: "Update todo list", Kind: tool.KindOther, Text: text}
+}
+
+// Restate returns context restating a session's latest todo list for a
+// model that can no longer see it, because a compaction summary replaced
+// the history up to seq upto, which included the list's last update. It is
+// empty when there is no list, the list has nothing left to do, or the last
+// update is still visible (after upto).
+func Restate(events []session.Event, upto int64) string {
+	var (
+		last  Write
+		at    int64 = -1
+		found bool
+	)
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != EventTodoWrite {
+			continue
+		}
+		w, err := session.Decode[Write](events[i])
+		if err != nil {
+			continue // a damaged entry: look further back
+		}
+		last, at, found = w, events[i].Seq, true
+		break
+	}
+	if !found || at > upto {
+		return ""
+	}
+	open := slices.ContainsFunc(last.Todos, func(t Item) bool { return t.Status != Completed })
+	if !open {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("The conversation was summarized; your todo list, as you last wrote it with " + Name + ":\n")
+	for _, t := range last.Todos {
+		fmt.Fprintf(&b, "- [%s] %s\n", t.Status, t.Content)
+	}
+	b.WriteString("Keep it current with " + Name + " as you work.")
+	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -219,5 +220,35 @@ func TestThroughRegistry(t *testing.T) {
 	}
 	if len(h.events) != 1 {
 		t.Errorf("%d events recorded, want 1 (only the valid call)", len(h.events))
+	}
+}
+
+func TestRestateAfterCompaction(t *testing.T) {
+	ev := func(seq int64, typ, data string) session.Event {
+		return session.Event{Type: typ, Seq: seq, Data: json.RawMessage(data)}
+	}
+	list := `{"todos":[{"content":"Write the parser","status":"completed"},{"content":"Test the parser","status":"in_progress"}]}`
+	done := `{"todos":[{"content":"Write the parser","status":"completed"}]}`
+	events := []session.Event{
+		ev(0, session.TypeTurnStart, `{"turn":1}`),
+		ev(5, EventTodoWrite, `{"todos":[{"content":"old","status":"pending"}]}`),
+		ev(9, EventTodoWrite, list),
+		ev(12, "plugin/other", `{}`),
+	}
+	got := Restate(events, 10)
+	if !strings.Contains(got, "- [in_progress] Test the parser") || !strings.Contains(got, "- [completed] Write the parser") || strings.Contains(got, "old") {
+		t.Fatalf("restated %q", got)
+	}
+	if got := Restate(events, 8); got != "" {
+		t.Fatalf("the last update is still visible after the summary, yet restated: %q", got)
+	}
+	if got := Restate(append(events, ev(13, EventTodoWrite, done)), 20); got != "" {
+		t.Fatalf("a finished list restated: %q", got)
+	}
+	if got := Restate(append(events, ev(13, EventTodoWrite, `{"todos":`)), 20); !strings.Contains(got, "Test the parser") {
+		t.Fatalf("a damaged last entry must fall back to the one before: %q", got)
+	}
+	if got := Restate(events[:1], 20); got != "" {
+		t.Fatalf("no list, yet %q", got)
 	}
 }
