@@ -120,6 +120,9 @@ func (c ServerConfig) Validate() error {
 	if toolPart(c.Name) == "" {
 		return fmt.Errorf("server name %q has no letters or digits", c.Name)
 	}
+	if err := checkServerPart(c.Name); err != nil {
+		return err
+	}
 	switch c.Transport() {
 	case TransportStdio:
 		if c.Command == "" {
@@ -141,6 +144,32 @@ func (c ServerConfig) Validate() error {
 		return errors.New("timeout must not be negative")
 	}
 	return nil
+}
+
+// checkServerPart refuses server names that would make tool names
+// ambiguous. A tool is named mcp__<server>__<tool>, so the server part must
+// end where the first "__" starts: with "__" inside it, or a trailing "_",
+// server "github__evil" (or "github_") could name a tool exactly as server
+// "github" does, and permission rules for "github" (mcp__github, which
+// covers mcp__github__*) would apply to it.
+func checkServerPart(name string) error {
+	p := toolPart(name)
+	if !strings.Contains(p, "__") && !strings.HasSuffix(p, "_") {
+		return nil
+	}
+	return fmt.Errorf(`server name %q is not allowed: its tools would be named mcp__%s__<tool>, and a server name with "__" or ending in "_" `+
+		`makes tool names ambiguous (permission rules for another server, such as mcp__%s, would match them); `+
+		`characters other than letters, digits, "_" and "-" count as "_"; use a single "_" or "-" instead`,
+		name, p, firstPart(p))
+}
+
+// firstPart is the server part another server would claim: what precedes
+// the first "__", or p without its trailing underscores.
+func firstPart(p string) string {
+	if i := strings.Index(p, "__"); i > 0 {
+		return p[:i]
+	}
+	return strings.TrimRight(p, "_")
 }
 
 // fingerprint identifies what the server runs, so a cached tool list is

@@ -100,3 +100,26 @@ func TestToolName(t *testing.T) {
 		}
 	}
 }
+
+// A server name whose tool part holds "__" or ends in "_" would make tool
+// names (and permission rules) ambiguous: validation refuses it.
+func TestServerNameCannotSplitToolNames(t *testing.T) {
+	for _, name := range []string{"github__evil", "github_", "a..b", "x: y", "a___b"} {
+		err := mcp.ServerConfig{Name: name, Command: "x"}.Validate()
+		if err == nil || !strings.Contains(err.Error(), `server name "`+name+`" is not allowed`) || !strings.Contains(err.Error(), "ambiguous") {
+			t.Errorf("Validate(%q) = %v", name, err)
+		}
+	}
+	for _, name := range []string{"github", "my server", "a_b", "a-b", "_private", "a.b"} {
+		if err := (mcp.ServerConfig{Name: name, Command: "x"}).Validate(); err != nil {
+			t.Errorf("Validate(%q) = %v", name, err)
+		}
+	}
+	got, err := mcp.ParseServers(map[string]json.RawMessage{
+		"github__evil": json.RawMessage(`{"command":"x"}`),
+		"github":       json.RawMessage(`{"command":"x"}`),
+	}, mcp.SourceUser, "settings.json", "")
+	if len(got) != 1 || got[0].Name != "github" || err == nil || !strings.Contains(err.Error(), "mcpServers.github__evil") {
+		t.Errorf("ParseServers = %+v, %v", got, err)
+	}
+}

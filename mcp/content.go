@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -122,43 +124,110 @@ func (r rawSchema) MarshalJSON() ([]byte, error) {
 	return r, nil
 }
 
+// resultLimits bound what one tool result brings into the session; a
+// bound <= 0 is no bound.
+type resultLimits struct {
+	// text is the most characters of the server's text, over all blocks.
+	text int
+	// image is the most image bytes (decoded), over all images.
+	image int
+}
+
+// budget spends a result's limits as its content is converted.
+type budget struct {
+	lim         resultLimits
+	text, image int // left
+	total, kept int // characters of text seen and kept
+}
+
+// take returns what of s fits in the text budget; ok is false when s had
+// text and none of it fits.
+func (b *budget) take(s string) (_ string, ok bool) {
+	if b.lim.text <= 0 {
+		return s, true
+	}
+	n := utf8.RuneCountInString(s)
+	b.total += n
+	if n <= b.text {
+		b.text -= n
+		b.kept += n
+		return s, true
+	}
+	s = firstRunes(s, b.text)
+	b.kept += b.text
+	b.text = 0
+	return s, s != ""
+}
+
+// imageBlock returns an image block for data, or a note when the image
+// budget cannot hold it.
+func (b *budget) imageBlock(mime string, data []byte) llm.Block {
+	if b.lim.image > 0 {
+		if len(data) > b.image {
+			return llm.Text(fmt.Sprintf("[image: %s, %s bytes, not shown: the images of one MCP tool result are limited to %s bytes in all]",
+				mime, thousands(len(data)), thousands(b.lim.image)))
+		}
+		b.image -= len(data)
+	}
+	return llm.Block{Type: llm.BlockImage, MimeType: mime, URL: "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)}
+}
+
+// cutNote says how much text was cut, or "" when nothing was.
+func (b *budget) cutNote() string {
+	if b.total <= b.kept {
+		return ""
+	}
+	return fmt.Sprintf("\n[dsh: this MCP tool result was cut: %s of its %s characters of text were left out (results are limited to %s characters); "+
+		"the full result was not kept. To see more, call the tool again asking for less (a range, a page, a filter).]",
+		thousands(b.total-b.kept), thousands(b.total), thousands(b.lim.text))
+}
+
 // convertResult maps an MCP tool result onto dsh content: text stays text,
 // images become image blocks with data URLs, resource links and embedded
 // resources become text naming their URI, audio is described, and
 // structured content is added as JSON text when the text content does not
-// already carry it. isError marks the result as a tool error.
-func convertResult(res *sdk.CallToolResult) tool.Result {
+// already carry it. isError marks the result as a tool error. The server's
+// text beyond lim.text characters is cut, with a note saying how much;
+// images beyond lim.image bytes are replaced by a note.
+func convertResult(res *sdk.CallToolResult, lim resultLimits) tool.Result {
 	out := tool.Result{IsError: res.IsError}
+	b := &budget{lim: lim, text: lim.text, image: lim.image}
+	text := func(s string) {
+		if s, ok := b.take(s); ok {
+			out.Content = append(out.Content, llm.Text(s))
+		}
+	}
 	var texts []string
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *sdk.TextContent:
-			out.Content = append(out.Content, llm.Text(c.Text))
+			text(c.Text)
 			texts = append(texts, c.Text)
 		case *sdk.ImageContent:
 			mime := c.MIMEType
 			if mime == "" {
 				mime = "image/png"
 			}
-			out.Content = append(out.Content, llm.Block{Type: llm.BlockImage, MimeType: mime,
-				URL: "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(c.Data)})
+			out.Content = append(out.Content, b.imageBlock(mime, c.Data))
 		case *sdk.AudioContent:
 			out.Content = append(out.Content, llm.Text(fmt.Sprintf("[audio: %s, %d bytes, not shown]", orUnknown(c.MIMEType), len(c.Data))))
 		case *sdk.ResourceLink:
-			out.Content = append(out.Content, llm.Text(resourceLinkText(c)))
+			text(resourceLinkText(c))
 		case *sdk.EmbeddedResource:
-			out.Content = append(out.Content, embeddedResource(c.Resource)...)
+			out.Content = append(out.Content, embeddedResource(c.Resource, b)...)
 		default:
-			b, err := json.Marshal(c)
-			if err == nil {
-				out.Content = append(out.Content, llm.Text(string(b)))
+			if j, err := json.Marshal(c); err == nil {
+				text(string(j))
 			}
 		}
 	}
 	if res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil && !carriesJSON(texts, b) {
-			out.Content = append(out.Content, llm.Text(string(b)))
+		if j, err := json.Marshal(res.StructuredContent); err == nil && !carriesJSON(texts, j) {
+			text(string(j))
 		}
+	}
+	if note := b.cutNote(); note != "" {
+		out.Content = append(out.Content, llm.Text(note))
 	}
 	if out.Content == nil {
 		out.Content = []llm.Block{}
@@ -167,6 +236,29 @@ func convertResult(res *sdk.CallToolResult) tool.Result {
 		}
 	}
 	return out
+}
+
+// firstRunes returns the first n runes of s.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// thousands formats n with comma separators.
+func thousands(n int) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func orUnknown(s string) string {
@@ -197,7 +289,7 @@ func resourceLinkText(c *sdk.ResourceLink) string {
 	return b.String()
 }
 
-func embeddedResource(r *sdk.ResourceContents) []llm.Block {
+func embeddedResource(r *sdk.ResourceContents, b *budget) []llm.Block {
 	if r == nil {
 		return nil
 	}
@@ -207,12 +299,14 @@ func embeddedResource(r *sdk.ResourceContents) []llm.Block {
 	}
 	switch {
 	case r.Blob != nil && strings.HasPrefix(r.MIMEType, "image/"):
-		return []llm.Block{llm.Text(head), {Type: llm.BlockImage, MimeType: r.MIMEType,
-			URL: "data:" + r.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(r.Blob)}}
+		return []llm.Block{llm.Text(head), b.imageBlock(r.MIMEType, r.Blob)}
 	case r.Blob != nil:
 		return []llm.Block{llm.Text(fmt.Sprintf("%s binary data, %d bytes, not shown", head, len(r.Blob)))}
 	}
-	return []llm.Block{llm.Text(head + "\n" + r.Text)}
+	if t, ok := b.take(head + "\n" + r.Text); ok {
+		return []llm.Block{llm.Text(t)}
+	}
+	return nil
 }
 
 // carriesJSON reports whether one of the texts is the same JSON value as b

@@ -50,7 +50,7 @@ func TestConvertResult(t *testing.T) {
 			&sdk.ResourceLink{URI: "file:///x", Title: "X", Description: "the x file"},
 		},
 		StructuredContent: map[string]any{"a": 1},
-	})
+	}, resultLimits{})
 	want := []string{`{"a":1}`, "[audio: audio/wav, 4 bytes, not shown]", "[resource: img://1] (image/gif)", "",
 		"[resource: bin://1] (application/zip) binary data, 2 bytes, not shown", "[resource: file:///x] X: the x file"}
 	if len(res.Content) != len(want) {
@@ -70,13 +70,13 @@ func TestConvertResult(t *testing.T) {
 	}
 	// Structured content mirrored as text is not repeated; otherwise it is
 	// added as JSON.
-	if r := convertResult(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}, StructuredContent: []int{1, 2}}); llm.TextOf(r.Content) != "hi[1,2]" {
+	if r := convertResult(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}, StructuredContent: []int{1, 2}}, resultLimits{}); llm.TextOf(r.Content) != "hi[1,2]" {
 		t.Errorf("structured = %+v", r.Content)
 	}
-	if r := convertResult(&sdk.CallToolResult{IsError: true}); !r.IsError || !strings.Contains(llm.TextOf(r.Content), "without a message") {
+	if r := convertResult(&sdk.CallToolResult{IsError: true}, resultLimits{}); !r.IsError || !strings.Contains(llm.TextOf(r.Content), "without a message") {
 		t.Errorf("empty error = %+v", r)
 	}
-	if r := convertResult(&sdk.CallToolResult{}); r.Content == nil || len(r.Content) != 0 || r.IsError {
+	if r := convertResult(&sdk.CallToolResult{}, resultLimits{}); r.Content == nil || len(r.Content) != 0 || r.IsError {
 		t.Errorf("empty = %+v", r)
 	}
 }
@@ -124,5 +124,49 @@ func TestCacheRoundTrip(t *testing.T) {
 	c3.Env = map[string]string{"TOKEN": "x"}
 	if e, _ := loadCache(home, c3); e == nil {
 		t.Error("env change invalidated the cache")
+	}
+}
+
+// Results are bounded: text over all blocks (in characters, cut on a rune
+// boundary, with a note), images over all images (the ones that do not fit
+// become a note).
+func TestConvertResultLimits(t *testing.T) {
+	res := convertResult(&sdk.CallToolResult{Content: []sdk.Content{
+		&sdk.TextContent{Text: strings.Repeat("é", 6)},
+		&sdk.ImageContent{MIMEType: "image/png", Data: make([]byte, 600)},
+		&sdk.TextContent{Text: "abcdef"},
+		&sdk.ImageContent{MIMEType: "image/jpeg", Data: make([]byte, 500)},
+		&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "img://1", MIMEType: "image/gif", Blob: make([]byte, 400)}},
+		&sdk.TextContent{Text: "dropped"},
+	}}, resultLimits{text: 10, image: 1000})
+	var texts []string
+	images := 0
+	for _, b := range res.Content {
+		switch b.Type {
+		case llm.BlockImage:
+			images++
+		case llm.BlockText:
+			texts = append(texts, b.Text)
+		}
+	}
+	if images != 2 {
+		t.Errorf("%d images kept, want 2 (the png and the gif fit in 1000 bytes)", images)
+	}
+	// 6 + 4 characters of the server's text fit; dsh's own notes are kept.
+	if len(texts) != 5 || texts[0] != strings.Repeat("é", 6) || texts[1] != "abcd" ||
+		texts[2] != "[image: image/jpeg, 500 bytes, not shown: the images of one MCP tool result are limited to 1,000 bytes in all]" ||
+		texts[3] != "[resource: img://1] (image/gif)" {
+		t.Fatalf("texts = %q", texts)
+	}
+	note := texts[4]
+	for _, want := range []string{"was cut: 9 of its 19 characters", "the full result was not kept", "limited to 10 characters"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	// Within bounds nothing changes.
+	small := convertResult(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}}, resultLimits{text: 2, image: 1})
+	if len(small.Content) != 1 || small.Content[0].Text != "hi" {
+		t.Errorf("small = %+v", small.Content)
 	}
 }

@@ -40,6 +40,11 @@ const (
 	DefaultMaxRestarts         = 3
 	DefaultRestartBackoff      = time.Second
 	DefaultToolSearchThreshold = 50
+	// DefaultMaxResultChars bounds the text of one tool result.
+	DefaultMaxResultChars = 100_000
+	// DefaultMaxResultImageBytes bounds the image data of one tool
+	// result (decoded; about 4 MiB as base64).
+	DefaultMaxResultImageBytes = 3 << 20
 	maxRestartBackoff          = 30 * time.Second
 	// stableAfter is how long a connection must last before its crash
 	// counts as a new failure series (attempts and backoff reset).
@@ -86,6 +91,16 @@ type Options struct {
 	// to 30s.
 	RestartBackoff time.Duration
 
+	// MaxResultChars bounds the text one tool result brings into the
+	// session (characters, over all its text blocks): the rest is cut,
+	// with a note to the model saying how much. 0 means
+	// DefaultMaxResultChars; negative, no bound.
+	MaxResultChars int
+	// MaxResultImageBytes bounds the images of one tool result (decoded
+	// bytes, in all): images beyond it are replaced by a note. 0 means
+	// DefaultMaxResultImageBytes; negative, no bound.
+	MaxResultImageBytes int
+
 	// ToolSearch and ToolSearchThreshold choose when MCP tools are
 	// exposed through mcp_tool_search and mcp_call instead of one schema
 	// each. A server's "toolSearch" key overrides the mode for its tools.
@@ -117,7 +132,12 @@ type Manager struct {
 	// deferred holds the registry names of the tools hidden behind the
 	// search tool; read lock-free by the registry restriction.
 	deferred atomic.Pointer[map[string]bool]
-	summary  atomic.Pointer[string]
+	// summary names the servers every caller sees whose tools are
+	// deferred, with their tool counts (the search tool's description).
+	summary atomic.Pointer[string]
+	// searchers says who has deferred tools to search (Visible hides the
+	// search tools from sessions that have none).
+	searchers atomic.Pointer[searchers]
 
 	searchMu      sync.Mutex
 	searchDispose func()
@@ -167,6 +187,12 @@ func New(o Options) (*Manager, error) {
 	}
 	if o.ToolSearchThreshold <= 0 {
 		o.ToolSearchThreshold = DefaultToolSearchThreshold
+	}
+	if o.MaxResultChars == 0 {
+		o.MaxResultChars = DefaultMaxResultChars
+	}
+	if o.MaxResultImageBytes == 0 {
+		o.MaxResultImageBytes = DefaultMaxResultImageBytes
 	}
 	if o.ClientVersion == "" {
 		o.ClientVersion = "dev"
@@ -256,6 +282,7 @@ func (m *Manager) add(c ServerConfig, owner *kernel.Scope) (*server, error) {
 			s.mu.Unlock()
 			m.mu.Unlock()
 			m.release(owner, s)
+			m.toolsChanged() // one more session sees its tools
 			return s, nil
 		}
 		m.mu.Unlock()
@@ -295,6 +322,8 @@ func (m *Manager) release(owner *kernel.Scope, s *server) {
 		s.mu.Unlock()
 		if last {
 			m.remove(s)
+		} else {
+			m.toolsChanged() // one session less sees its tools
 		}
 		return nil
 	})
@@ -341,6 +370,11 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	m.toolsChanged()
 	return m.scope.Close()
+}
+
+// limits are the bounds of one tool result (negative options: none).
+func (m *Manager) limits() resultLimits {
+	return resultLimits{text: max(m.o.MaxResultChars, 0), image: max(m.o.MaxResultImageBytes, 0)}
 }
 
 func (m *Manager) server(name string) *server {
@@ -401,10 +435,17 @@ func (m *Manager) Server(name string) (ServerStatus, bool) {
 
 // Visible returns a tool filter for an agent of a session whose servers
 // were added with scope (AddSessionServers): it keeps every tool except
-// the MCP tools of servers that only other sessions added. Compose it
-// into agent.Options.Tools to keep sessions' servers apart.
+// the MCP tools of servers that only other sessions added, and the tool
+// search tools while none of the tools deferred behind them is the
+// session's to see. Compose it into agent.Options.Tools to keep sessions'
+// servers apart; mcp_tool_search and mcp_call apply the caller's filter
+// (tool.VisibleFrom) to the tools they list and run.
 func (m *Manager) Visible(scope *kernel.Scope) func(tool.Info) bool {
 	return func(i tool.Info) bool {
+		switch i.Name {
+		case SearchToolName, CallToolName:
+			return m.searchable(scope)
+		}
 		if !strings.HasPrefix(i.Name, "mcp__") {
 			return true
 		}
@@ -418,6 +459,27 @@ func (m *Manager) Visible(scope *kernel.Scope) func(tool.Info) bool {
 		defer s.mu.Unlock()
 		return s.global || s.owners[scope] > 0
 	}
+}
+
+// searchable reports whether some deferred tool is visible to the session
+// of scope.
+func (m *Manager) searchable(scope *kernel.Scope) bool {
+	v := m.searchers.Load()
+	if v == nil {
+		return false
+	}
+	if v.global {
+		return true
+	}
+	for _, s := range v.session {
+		s.mu.Lock()
+		ok := s.owners[scope] > 0
+		s.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Manager) emit(s *server) {
@@ -455,42 +517,85 @@ func (m *Manager) instructions(context.Context) string {
 
 const maxInstructions = 8192
 
+// searchers are the servers with deferred tools: whether a global one
+// (seen by every caller) has some, and the session servers that do.
+type searchers struct {
+	global  bool
+	session []*server
+}
+
 // toolsChanged recomputes which tools hide behind the search tool and
 // registers or removes the search tools. Callers hold no manager or
 // server lock.
+//
+// The threshold counts the tools of what one caller sees: the global
+// servers' (settings, .mcp.json) and those of the sessions that added a
+// server. The global servers' tools are deferred when the global servers
+// alone offer too many; a session server's when the global servers and
+// those of one of its sessions do — so one session's servers never push
+// the tools of other sessions or of the settings behind the search tool.
 func (m *Manager) toolsChanged() {
 	m.searchMu.Lock()
 	defer m.searchMu.Unlock()
 	type srv struct {
-		s    *server
-		defs []string
+		s      *server
+		defs   []string
+		global bool
+		owners []*kernel.Scope
 	}
 	var all []srv
-	total := 0
+	global := 0
+	perScope := map[*kernel.Scope]int{}
 	for _, s := range m.snapshot() {
 		s.mu.Lock()
-		var names []string
+		x := srv{s: s, global: s.global}
 		if s.state != StateStopped && s.state != StateFailed {
 			for _, d := range s.defs {
-				names = append(names, ToolName(s.cfg.Name, d.Name))
+				x.defs = append(x.defs, ToolName(s.cfg.Name, d.Name))
+			}
+		}
+		if !s.global {
+			for o := range s.owners {
+				x.owners = append(x.owners, o)
 			}
 		}
 		s.mu.Unlock()
-		total += len(names)
-		all = append(all, srv{s, names})
+		if x.global {
+			global += len(x.defs)
+		}
+		for _, o := range x.owners {
+			perScope[o] += len(x.defs)
+		}
+		all = append(all, x)
 	}
 	set := map[string]bool{}
 	var summary []string
+	var who searchers
 	for _, x := range all {
-		if len(x.defs) == 0 || !m.defer_(x.s.cfg, total) {
+		if len(x.defs) == 0 {
+			continue
+		}
+		total := global
+		for _, o := range x.owners {
+			total = max(total, global+perScope[o])
+		}
+		if !m.defer_(x.s.cfg, total) {
 			continue
 		}
 		for _, n := range x.defs {
 			set[n] = true
 		}
-		summary = append(summary, fmt.Sprintf("%s (%d)", x.s.cfg.Name, len(x.defs)))
+		if x.global {
+			// Only servers every caller sees are named in the search
+			// tool's description, which all sessions share.
+			summary = append(summary, fmt.Sprintf("%s (%d)", x.s.cfg.Name, len(x.defs)))
+			who.global = true
+		} else {
+			who.session = append(who.session, x.s)
+		}
 	}
 	m.deferred.Store(&set)
+	m.searchers.Store(&who)
 	sum := strings.Join(summary, ", ")
 	m.summary.Store(&sum)
 	switch {

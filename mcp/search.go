@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,6 +35,8 @@ var searchSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"Most tools to return (default 5)"}},` +
 	`"required":["query"],"additionalProperties":false}`)
 
+// Info names only the servers every caller sees (those not added for one
+// session): the description is the same for every session.
 func (t *searchTool) Info() tool.Info {
 	servers := ""
 	if p := t.m.summary.Load(); p != nil && *p != "" {
@@ -58,7 +61,7 @@ type hit struct {
 	score       int
 }
 
-func (t *searchTool) Run(_ context.Context, call tool.Call) (tool.Result, error) {
+func (t *searchTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	var a struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
@@ -75,7 +78,7 @@ func (t *searchTool) Run(_ context.Context, call tool.Call) (tool.Result, error)
 	query := strings.TrimSpace(a.Query)
 	var hits []hit
 	var all []string
-	for _, rt := range t.m.deferredTools() {
+	for _, rt := range t.m.deferredTools(tool.VisibleFrom(ctx)) {
 		info := rt.info
 		all = append(all, info.Name)
 		score := 0
@@ -144,8 +147,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// deferredTools lists the registered tools hidden behind the search tool.
-func (m *Manager) deferredTools() []*mcpTool {
+// deferredTools lists the registered tools hidden behind the search tool
+// that visible (the caller's filter; nil: every tool) keeps.
+func (m *Manager) deferredTools(visible func(tool.Info) bool) []*mcpTool {
 	var out []*mcpTool
 	for _, s := range m.snapshot() {
 		s.regMu.Lock()
@@ -156,8 +160,20 @@ func (m *Manager) deferredTools() []*mcpTool {
 		}
 		s.regMu.Unlock()
 	}
+	// Filters run without the server locks (Manager.Visible takes them).
+	out = slices.DeleteFunc(out, func(t *mcpTool) bool { return visible != nil && !visible(t.info) })
 	sort.Slice(out, func(i, j int) bool { return out[i].info.Name < out[j].info.Name })
 	return out
+}
+
+// visibleTool finds a registered MCP tool by registry name among those
+// visible keeps (the caller's filter; nil: every tool).
+func (m *Manager) visibleTool(name string, visible func(tool.Info) bool) *mcpTool {
+	t := m.lookupTool(name)
+	if t == nil || (visible != nil && !visible(t.info)) {
+		return nil
+	}
+	return t
 }
 
 // lookupTool finds a registered MCP tool by registry name.
@@ -220,7 +236,10 @@ func (t *callTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if err != nil {
 		return tool.Result{}, tool.ArgsError(CallToolName, err.Error())
 	}
-	target := t.m.lookupTool(a.Name)
+	// The caller's filter (another session's servers are not its own)
+	// holds for the tools run through mcp_call as for direct calls.
+	visible := tool.VisibleFrom(ctx)
+	target := t.m.visibleTool(a.Name, visible)
 	if target == nil {
 		return tool.ErrorResult(fmt.Sprintf("Error: no MCP tool %q; find tools with %s and pass the full name it returns", a.Name, SearchToolName)), nil
 	}
@@ -228,7 +247,7 @@ func (t *callTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if !t.m.takeVetted(call, a.Name) {
 		// The gate did not see this call (a listener outside it answered):
 		// decide here, failing closed on ask.
-		p := t.m.o.Tools.Prepare(ctx, inner, tool.ExecOptions{})
+		p := t.m.o.Tools.Prepare(ctx, inner, tool.ExecOptions{Visible: visible})
 		switch p.Decision.Kind {
 		case tool.Deny:
 			return tool.ErrorResult("Error: " + p.Decision.Reason), nil
@@ -260,11 +279,12 @@ func (m *Manager) gate(ctx context.Context, c tool.Call, next kernel.Next[tool.C
 		eff = outer.Args
 	}
 	a, perr := parseCallArgs(eff)
-	if perr != nil || m.lookupTool(a.Name) == nil {
+	visible := tool.VisibleFrom(ctx)
+	if perr != nil || m.visibleTool(a.Name, visible) == nil {
 		return outer, nil // mcp_call reports the problem
 	}
 	inner := tool.Call{ID: c.ID, Name: a.Name, Args: a.Arguments, Raw: string(a.Arguments), Host: c.Host}
-	p := m.o.Tools.Prepare(ctx, inner, tool.ExecOptions{})
+	p := m.o.Tools.Prepare(ctx, inner, tool.ExecOptions{Visible: visible})
 	d := p.Decision
 	out := outer
 	if rank(d.Kind) > rank(out.Kind) {

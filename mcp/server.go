@@ -124,6 +124,43 @@ type conn struct {
 	pid    int
 	stderr *tail
 	since  time.Time
+	// grace is how long a failed call waits for the session to end
+	// before it counts as failed on a live connection: 0 when the
+	// transport reports the end of its read side (stdio) before the
+	// calls in flight fail.
+	grace time.Duration
+
+	endOnce sync.Once
+	ended   chan struct{} // closed when the session ended or its reading did
+}
+
+func newConn() *conn { return &conn{ended: make(chan struct{}), grace: 500 * time.Millisecond} }
+
+// end records that the session ended (or can read nothing more).
+func (c *conn) end() { c.endOnce.Do(func() { close(c.ended) }) }
+
+// lost reports whether a call's error came from the connection ending
+// rather than from a bad answer on a live connection.
+func (c *conn) lost(err error) bool {
+	if errors.Is(err, sdk.ErrConnectionClosed) {
+		return true
+	}
+	select {
+	case <-c.ended:
+		return true
+	default:
+	}
+	if c.grace <= 0 {
+		return false
+	}
+	t := time.NewTimer(c.grace)
+	defer t.Stop()
+	select {
+	case <-c.ended:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func newServer(m *Manager, c ServerConfig) *server {
@@ -306,7 +343,7 @@ func (s *server) connect() (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{}
+	c := newConn()
 	var transport sdk.Transport
 	switch cfg.Transport() {
 	case TransportStdio:
@@ -329,7 +366,8 @@ func (s *server) connect() (*conn, error) {
 		cmd.Stderr = c.stderr
 		cmd.WaitDelay = 2 * time.Second
 		isolate(cmd)
-		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		transport = &stdioTransport{cmd: cmd, terminate: 2 * time.Second, logger: s.m.o.Logger.With(s.log()...), stderr: c.stderr, ended: c.end}
+		c.grace = 0
 		defer func() {
 			if cmd.Process != nil {
 				c.pid = cmd.Process.Pid
@@ -359,8 +397,8 @@ func (s *server) connect() (*conn, error) {
 	start := time.Now()
 	sess, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		if st, ok := transport.(*sdk.CommandTransport); ok && st.Command.Process != nil {
-			killGroup(st.Command.Process.Pid)
+		if st, ok := transport.(*stdioTransport); ok && st.cmd.Process != nil {
+			killGroup(st.cmd.Process.Pid)
 		}
 		if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
 			err = fmt.Errorf("no answer to initialize within %s", s.m.o.ConnectTimeout)
@@ -450,7 +488,11 @@ func (s *server) serve(c *conn) error {
 	}()
 
 	waited := make(chan error, 1)
-	go func() { waited <- c.sess.Wait() }()
+	go func() {
+		err := c.sess.Wait()
+		c.end()
+		waited <- err
+	}()
 	for {
 		select {
 		case err := <-waited:
@@ -629,15 +671,14 @@ func (s *server) stop() {
 // session returns a live connection, starting the server if it is idle and
 // waiting while it connects. A server that is restarting, failed or may
 // not run answers with an error at once.
-func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
+func (s *server) session(ctx context.Context) (*conn, error) {
 	for {
 		s.mu.Lock()
 		switch s.state {
 		case StateConnected:
-			if s.conn != nil {
-				sess := s.conn.sess
+			if c := s.conn; c != nil {
 				s.mu.Unlock()
-				return sess, nil
+				return c, nil
 			}
 			// The connection just ended; the supervisor is deciding.
 		case StateIdle:
@@ -761,7 +802,7 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 	cctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 	timedOut := func() bool { return ctx.Err() == nil && errors.Is(context.Cause(cctx), errCallTimeout) }
-	sess, err := s.session(cctx)
+	c, err := s.session(cctx)
 	if err != nil {
 		if timedOut() {
 			return tool.Result{}, fmt.Errorf("MCP server %q did not start within the call timeout (%s)", s.cfg.Name, timeout)
@@ -774,7 +815,7 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	res, err := c.sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		switch {
 		case timedOut():
@@ -783,14 +824,23 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 			return tool.Result{}, context.Cause(ctx)
 		case isServerError(err):
 			return tool.Result{}, fmt.Errorf("MCP server %q: %v", s.cfg.Name, err)
+		case !c.lost(err):
+			// The session lives on: the answer was unreadable (a content
+			// type the SDK does not know, bad base64) or, over HTTP, the
+			// request did not get through. Restarting the server would
+			// only lose its state.
+			if c.grace == 0 { // stdio: only the answer can be at fault
+				return tool.Result{}, fmt.Errorf("MCP server %q: the server's result could not be read: %v (the server keeps running)", s.cfg.Name, err)
+			}
+			return tool.Result{}, fmt.Errorf("MCP server %q: the call failed, but the connection is still up (the server's result could not be read or the request did not get through): %v", s.cfg.Name, err)
 		}
 		select {
-		case s.lost <- sess:
+		case s.lost <- c.sess:
 		default:
 		}
 		return tool.Result{}, fmt.Errorf("MCP server %q: the connection failed during the call (%v); restarting it", s.cfg.Name, err)
 	}
-	return convertResult(res), nil
+	return convertResult(res, s.m.limits()), nil
 }
 
 // isServerError reports an error the server answered with (as opposed to

@@ -299,13 +299,36 @@ func (r *Registry) lookup(name string, filter func(Info) bool) (Tool, *Info, err
 
 // ExecOptions carry what one agent contributes to a call's execution.
 type ExecOptions struct {
-	// Visible restricts the tools this caller may see and call.
+	// Visible restricts the tools this caller may see and call. Listeners
+	// and tools read it with VisibleFrom.
 	Visible func(Info) bool
 	// Approver answers ask decisions; nil fails them closed.
 	Approver Approver
 	// OnAsk and OnAnswer let the caller record the approval exchange.
 	OnAsk    func(ctx context.Context, p *Pending)
 	OnAnswer func(ctx context.Context, p *Pending, a Approval)
+}
+
+// visibleKey carries a caller's ExecOptions.Visible on the contexts the
+// registry passes to listeners, approvers and Tool.Run.
+type visibleKey struct{}
+
+type visibleFilter struct{ fn func(Info) bool }
+
+// withVisible records the caller's filter on ctx; a nil filter is recorded
+// too, so it overrides the filter of an enclosing call.
+func withVisible(ctx context.Context, fn func(Info) bool) context.Context {
+	return context.WithValue(ctx, visibleKey{}, visibleFilter{fn: fn})
+}
+
+// VisibleFrom returns the tool filter of the caller a call is prepared or
+// run for (its ExecOptions.Visible), as Prepare and Finish record it on the
+// contexts they pass to listeners, approvers and Tool.Run. Nil means the
+// caller sees every tool. Tools that run or describe other tools
+// by name (dispatchers) use it to stay within what their caller may see.
+func VisibleFrom(ctx context.Context) func(Info) bool {
+	v, _ := ctx.Value(visibleKey{}).(visibleFilter)
+	return v.fn
 }
 
 // NewCall builds a call from a model's tool-call block: "" becomes {},
@@ -324,6 +347,7 @@ func NewCall(id llm.CallID, name, raw string, host Host) Call {
 // Prepare runs the gate: guards, then pre-execute. It never fails; a
 // listener error becomes a denial naming the failure.
 func (r *Registry) Prepare(ctx context.Context, call Call, opts ExecOptions) *Pending {
+	ctx = withVisible(ctx, opts.Visible)
 	p := &Pending{Call: call, Original: call.Raw, start: r.now()}
 	if _, info, err := r.lookup(call.Name, opts.Visible); err == nil {
 		p.info = info
@@ -372,6 +396,7 @@ func (r *Registry) Prepare(ctx context.Context, call Call, opts ExecOptions) *Pe
 // applies post-execute and notifies observers. It never fails: every
 // failure is an error result the model can read.
 func (r *Registry) Finish(ctx context.Context, p *Pending, opts ExecOptions) Outcome {
+	ctx = withVisible(ctx, opts.Visible)
 	out := Outcome{Call: p.Call, Original: p.Original, Decision: p.Decision}
 	var res Result
 	var info *ErrorInfo
@@ -458,7 +483,8 @@ func (r *Registry) dispatch(ctx context.Context, p *Pending, opts ExecOptions) (
 		if err := r.valid.Validate(info.Name, info.Parameters, call.Args); err != nil {
 			return Result{}, err
 		}
-		return t.Run(ctx, call)
+		// Set again: a wrapper may have passed a context of its own.
+		return t.Run(withVisible(ctx, opts.Visible), call)
 	})
 	if err != nil {
 		return errorResult(err)
