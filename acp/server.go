@@ -358,13 +358,18 @@ func (s *Server) buildWorkspace(ctx context.Context, key, cwd string, dirs []str
 		return nil, invalidParams("%s", strings.TrimPrefix(err.Error(), "settings: "))
 	}
 	trusted := s.o.Trusted != nil && s.o.Trusted(cwd)
+	all := len(sources)
 	if !trusted {
 		sources = slices.DeleteFunc(sources, func(src settings.Source) bool {
 			return src.Layer == settings.LayerProject || src.Layer == settings.LayerLocal
 		})
 	}
+	// The settings in force are those of the sources that count: when an
+	// untrusted project's files were dropped, nothing of the merged whole
+	// (its model, providers, env, plugins) may leak back in, even when no
+	// other file is left.
 	st := loaded
-	if len(sources) > 0 {
+	if len(sources) > 0 || len(sources) < all {
 		st = settings.Settings{}
 		for _, src := range sources {
 			st = settings.Merge(st, src.Settings)

@@ -798,3 +798,30 @@ func TestSQLiteStore(t *testing.T) {
 		t.Fatalf("replay starts with %s", describe(replay))
 	}
 }
+
+// TestUntrustedProjectSettingsIgnored: without user settings, an untrusted
+// project's settings file must not take effect through the merged whole
+// (its system prompt, model, providers, env) once its layers are dropped.
+func TestUntrustedProjectSettingsIgnored(t *testing.T) {
+	model := acptest.New(acptest.Text("hello"))
+	defer model.Close()
+	h := newHarness(t, model)
+	defer h.close()
+	if err := os.MkdirAll(filepath.Join(h.dir, ".dsh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, ".dsh", "settings.json"), []byte(`{"appendSystemPrompt":"UNTRUSTED-PROJECT-PROMPT"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.initialize(sdk.ClientCapabilities{})
+	id := h.newSession()
+	h.mustPrompt(id, "hi", sdk.StopReasonEndTurn)
+	reqs := model.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no model request")
+	}
+	body, _ := json.Marshal(reqs[0])
+	if strings.Contains(string(body), "UNTRUSTED-PROJECT-PROMPT") {
+		t.Fatalf("an untrusted project's settings reached the model request: %.300s", body)
+	}
+}

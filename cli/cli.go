@@ -212,7 +212,14 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 		fmt.Fprintln(stdio.Err, "dsh: "+w)
 	}
 	a, err := app.New(ctx, app.Options{
-		Permission: checker, TrustProject: func(string) bool { return trusted },
+		// The hooks of a session resumed from another directory are read
+		// from that directory: its trust is its own, never this one's.
+		Permission: checker, TrustProject: func(dir string) bool {
+			if dir == cwd {
+				return trusted
+			}
+			return trustedElsewhere(h, dir)
+		},
 		Home: h, Cwd: cwd, Settings: s, Sources: sources, Env: stdio.Env, Logger: log, UserHome: userHome(stdio.Env),
 		Model:              f.model,
 		AppendSystemPrompt: f.appendSystemPrompt, MaxTurns: f.maxTurns, AddDirs: addDirs,

@@ -514,3 +514,37 @@ func TestSessionsCopyBetweenStores(t *testing.T) {
 		t.Fatalf("the continued copy lost its history: %s", hist)
 	}
 }
+
+// TestResumeElsewhereKeepsProjectUntrusted: resuming, from a clean
+// directory, a session recorded in an untrusted project must not run that
+// project's hooks (they are read from the session's directory).
+func TestResumeElsewhereKeepsProjectUntrusted(t *testing.T) {
+	evil, clean, home := t.TempDir(), t.TempDir(), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "PWNED")
+	if err := os.MkdirAll(filepath.Join(evil, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hook := `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"touch ` + marker + `"}]}]}}`
+	if err := os.WriteFile(filepath.Join(evil, ".claude", "settings.json"), []byte(hook), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ds := &deepseek{replies: []string{textReply("one"), textReply("two")}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := dsh(t, evil, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--output-format", "json", "hi")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
+		t.Fatalf("first run: %+v", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the untrusted project's hook ran in its own directory")
+	}
+	id, _ := res["session_id"].(string)
+	r = dsh(t, clean, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "-r", id, "again")
+	if r.code != 0 {
+		t.Fatalf("resume: %+v", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("resuming from a clean directory ran the untrusted project's hook")
+	}
+}

@@ -125,3 +125,22 @@ func splitRules(vals []string) []string {
 	}
 	return out
 }
+
+// trustedElsewhere reports whether dir's project files may take effect for
+// a session recorded there (a resumed session of another directory): only
+// when dir has none or the user trusted it before. It never prompts.
+func trustedElsewhere(home, dir string) bool {
+	files := trust.ProjectFiles(dir)
+	present := false
+	for _, f := range files {
+		if fileExists(f) {
+			present = true
+		}
+	}
+	if !present {
+		return true
+	}
+	store := &trust.Store{Path: filepath.Join(home, "trust.json")}
+	ok, err := store.IsTrusted(dir, files...)
+	return err == nil && ok
+}
