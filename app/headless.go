@@ -75,6 +75,11 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 		_ = a.MCP.WaitReady(wctx)
 		cancel()
 	}
+	if err := ctx.Err(); err != nil {
+		// Interrupted before anything ran: the documented code for a
+		// cancelled run, and no session to name.
+		return ExitAborted, fmt.Errorf("interrupted before the prompt was sent: %w", err)
+	}
 	var (
 		hd  *agent.Handle
 		err error

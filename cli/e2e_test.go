@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var dshBin string
@@ -547,4 +549,59 @@ func TestResumeElsewhereKeepsProjectUntrusted(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("resuming from a clean directory ran the untrusted project's hook")
 	}
+}
+
+// TestHeadlessInterruptBeforeTheTurn: SIGINT while a headless run waits for
+// its MCP servers to connect exits with the documented "cancelled" code.
+func TestHeadlessInterruptBeforeTheTurn(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	arg := fmt.Sprintf("97.%d", os.Getpid()%1000) // a sleep only this test starts
+	cfg := `{"mcpServers":{"slow":{"command":"sleep","args":["` + arg + `"]}}}`
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dshBin, "-p", "--model", "deepseek/deepseek-chat", "hi")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL=http://127.0.0.1:1", "DSH_MODEL=")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until dsh has started the MCP server, so it is in the wait.
+	deadline := time.Now().Add(20 * time.Second)
+	for !childRuns(cmd.Process.Pid, "sleep\x00"+arg) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("dsh never started the MCP server")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3 (cancelled); stderr %q", err, errb.String())
+	}
+}
+
+// childRuns reports whether a child of pid runs the given command line
+// (NUL-separated arguments, as in /proc/PID/cmdline).
+func childRuns(pid int, cmdline string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.HasPrefix(string(b), cmdline) {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
 }
