@@ -25,8 +25,11 @@
 //     scan, so a file without newlines cannot balloon memory either.
 //   - Faithful edits. An edit changes the matched text and nothing else: the
 //     file's line endings (CRLF stays CRLF), byte-order mark and permission
-//     bits survive, and the replacement is written atomically (a reader sees
-//     the old file or the new one, never half of each).
+//     bits, owner and group survive, and the replacement is written
+//     atomically (a reader sees the old file or the new one, never half of
+//     each) unless atomicity would cost the user's setup (hard links,
+//     ownership the process cannot set; see fs/local). A file the process
+//     may not write is refused (FS_PERMISSION_DENIED), never replaced.
 //
 // Errors the model should read are [*Error] values with a stable Code
 // (FS_NOT_FOUND, FS_STALE_VERSION, …). They convert to [llm.Error] (name

@@ -5,6 +5,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -42,10 +43,18 @@ func RealPath(p string) (string, error) {
 			if rerr != nil {
 				return "", rerr
 			}
-			if !filepath.IsAbs(dst) {
-				dst = filepath.Join(filepath.Dir(cur), dst)
+			// The kernel follows a target from the link's physical
+			// directory, and applies each ".." to the physical directory
+			// reached so far: cur's directory may still run through
+			// symlinks (only the tail was missing), so resolve it first.
+			var base string
+			if filepath.IsAbs(dst) {
+				vol := filepath.VolumeName(dst)
+				base, dst = vol+string(filepath.Separator), dst[len(vol):]
+			} else if base, err = filepath.EvalSymlinks(filepath.Dir(cur)); err != nil {
+				return "", err
 			}
-			cur = filepath.Clean(dst)
+			cur = joinPhysical(base, dst)
 			continue
 		}
 		parent := filepath.Dir(cur)
@@ -56,3 +65,27 @@ func RealPath(p string) (string, error) {
 		cur = parent
 	}
 }
+
+// joinPhysical joins the symlink target rel to base, a symlink-free
+// directory, the way the kernel walks it: an existing component is resolved
+// before a later ".." applies to it, so "sub/../x" with sub a symlink names
+// x beside sub's target, not beside sub. Components that do not exist are
+// kept as spelled (the caller's loop handles a missing tail).
+func joinPhysical(base, rel string) string {
+	cur := base
+	for _, c := range strings.FieldsFunc(rel, isSep) {
+		switch c {
+		case ".":
+		case "..":
+			cur = filepath.Dir(cur)
+		default:
+			cur = filepath.Join(cur, c)
+			if r, err := filepath.EvalSymlinks(cur); err == nil {
+				cur = r
+			}
+		}
+	}
+	return cur
+}
+
+func isSep(r rune) bool { return r < 0x80 && os.IsPathSeparator(uint8(r)) }

@@ -13,7 +13,20 @@
 //     own directory (same filesystem, so rename is atomic), fsync it, give it
 //     the final permission bits, rename it over the target and fsync the
 //     directory. A crash leaves the old file or the new one, never a torn
-//     file; at worst a stray ".name.*.tmp" file.
+//     file; at worst a stray ".name.*.tmp" file. The replacement gets the
+//     old file's owner and group too (as root, an edit must not turn the
+//     user's files into root's).
+//   - What the user set up wins over atomicity. A file the process may not
+//     write is refused with FS_PERMISSION_DENIED, although a rename would
+//     only need the directory to be writable (root passes every access
+//     check, so for root a file with no write bit at all is refused: "chmod
+//     a-w" protects a file from dsh). A file with more than one hard link,
+//     or whose owner and group the process cannot give the replacement (an
+//     ordinary user editing another user's group-writable file), is
+//     rewritten in place instead through its own inode (write, truncate to
+//     the new length, fsync). That path is not atomic (a crash or a
+//     concurrent reader can see a mix), but the links and the ownership
+//     survive.
 //   - Per-file locks. Writes and edits of one Key are serialized by an
 //     in-process mutex, and the caller's [fs.Precondition] runs inside it, so
 //     two agents editing the file they both read cannot both win: the second

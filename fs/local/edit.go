@@ -48,6 +48,9 @@ func (p *Provider) Edit(ctx context.Context, t fs.Target, e fs.Edit, check fs.Pr
 	if info.Type != fs.TypeFile {
 		return fs.EditResult{}, notRegular("edit", "edit", t.Path, info.Type)
 	}
+	if err := checkWritable(t.Key, fi); err != nil {
+		return fs.EditResult{}, readOnly("edit", "edit", t.Path, err)
+	}
 	// The precondition comes before reading: a stale edit must say "stale",
 	// not "not found" against content the caller has never seen.
 	if check != nil {
@@ -95,7 +98,7 @@ func (p *Provider) Edit(ctx context.Context, t fs.Target, e fs.Edit, check fs.Pr
 	if err := ctx.Err(); err != nil {
 		return fs.EditResult{}, aborted("edit", t.Path, err)
 	}
-	v, err := writeAtomic(t.Key, out.Bytes(), fi.Mode()&keptMode)
+	v, err := replaceFile(t.Key, out.Bytes(), fi, 0)
 	if err != nil {
 		return fs.EditResult{}, ioError("edit", "edit", t.Path, err)
 	}

@@ -35,6 +35,9 @@ func (p *Provider) Write(ctx context.Context, t fs.Target, content string, check
 		if info.Type != fs.TypeFile {
 			return fs.WriteResult{}, notRegular("write", "write", t.Path, info.Type)
 		}
+		if err := checkWritable(t.Key, fi); err != nil {
+			return fs.WriteResult{}, readOnly("write", "write", t.Path, err)
+		}
 		cur = &info.Version
 	case !absent(err):
 		return fs.WriteResult{}, ioError("write", "write", t.Path, err)
@@ -45,9 +48,9 @@ func (p *Provider) Write(ctx context.Context, t fs.Target, content string, check
 		}
 	}
 	res := fs.WriteResult{Created: cur == nil, After: fs.NormalizeNewlines(string(stripBOM([]byte(content))))}
-	mode := p.newMode
+	var prev iofs.FileInfo
 	if cur != nil {
-		mode = fi.Mode() & keptMode
+		prev = fi
 		if fi.Size() <= p.maxSize {
 			res.Before = diffBasis(t.Key)
 		}
@@ -55,7 +58,7 @@ func (p *Provider) Write(ctx context.Context, t fs.Target, content string, check
 	if err := ctx.Err(); err != nil {
 		return fs.WriteResult{}, aborted("write", t.Path, err)
 	}
-	v, err := writeAtomic(t.Key, []byte(content), mode)
+	v, err := replaceFile(t.Key, []byte(content), prev, p.newMode)
 	if err != nil {
 		return fs.WriteResult{}, ioError("write", "write", t.Path, err)
 	}
@@ -77,11 +80,41 @@ func diffBasis(name string) *string {
 
 func stripBOM(b []byte) []byte { return bytes.TrimPrefix(b, bom) }
 
+// replaceFile writes data as the file name. prev is the existing file's
+// stat (nil when name does not exist yet, in which case the file is created
+// with newMode); the caller has checked that it may write it
+// ([checkWritable]).
+//
+// An existing file is normally replaced atomically ([writeAtomic]) with its
+// permission bits and, as far as the process may set them, its owner and
+// group. The file is instead rewritten in place ([writeInPlace]) when a
+// rename would lose what the user set up: when it has more than one hard
+// link (a rename detaches this name from the others, which would silently
+// keep the old content), or when the process cannot give the replacement
+// the file's owner and group (an ordinary user editing a group-writable
+// file of another user; ids not mapped into a container's user namespace).
+// That path is not atomic; keeping the links and the ownership wins, as in
+// editors that "write in place when needed" (vim's backupcopy=auto).
+func replaceFile(name string, data []byte, prev iofs.FileInfo, newMode iofs.FileMode) (fs.Version, error) {
+	if prev == nil {
+		return writeAtomic(name, data, newMode, nil)
+	}
+	if nlink(prev) > 1 {
+		return writeInPlace(name, data, prev)
+	}
+	v, err := writeAtomic(name, data, prev.Mode()&keptMode, prev)
+	if errors.Is(err, errOwner) {
+		return writeInPlace(name, data, prev)
+	}
+	return v, err
+}
+
 // writeAtomic replaces name with data: a temporary file in the same
-// directory is written, synced and given mode, then renamed over name, and
-// the directory is synced so the rename itself survives a crash. Missing
-// parent directories are created. It returns the new file's version.
-func writeAtomic(name string, data []byte, mode iofs.FileMode) (fs.Version, error) {
+// directory is written, synced, given prev's owner and group (when prev is
+// set) and mode, then renamed over name, and the directory is synced so the
+// rename itself survives a crash. Missing parent directories are created.
+// It returns the new file's version.
+func writeAtomic(name string, data []byte, mode iofs.FileMode, prev iofs.FileInfo) (fs.Version, error) {
 	dir, base := filepath.Split(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		if errors.Is(err, iofs.ErrExist) { // a parent segment is a file
@@ -108,7 +141,13 @@ func writeAtomic(name string, data []byte, mode iofs.FileMode) (fs.Version, erro
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	// Chmod after writing: the file is private (0600) while it is incomplete.
+	// Owner before mode: chown clears set-id bits. Both after writing: the
+	// file is private (0600, ours) while it is incomplete.
+	if prev != nil {
+		if err := keepOwner(f, prev); err != nil {
+			return fail(err)
+		}
+	}
 	if err := f.Chmod(mode); err != nil {
 		return fail(err)
 	}
@@ -126,6 +165,54 @@ func writeAtomic(name string, data []byte, mode iofs.FileMode) (fs.Version, erro
 		return fs.Version{}, fmt.Errorf("fs/local: stat after write: %w", err)
 	}
 	return versionOf(fi), nil
+}
+
+// writeInPlace overwrites the existing regular file name with data through
+// its own inode, so its hard links, owner, mode and any other metadata stay
+// as they are. It is NOT atomic: the new bytes are written over the old
+// ones, then the file is truncated to the new length and synced, so a crash
+// or a concurrent reader can see a mix of old and new content.
+func writeInPlace(name string, data []byte, prev iofs.FileInfo) (fs.Version, error) {
+	f, err := openWrite(name)
+	if err != nil {
+		return fs.Version{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fs.Version{}, err
+	}
+	if !fi.Mode().IsRegular() || !os.SameFile(fi, prev) {
+		// Replaced since the caller's stat: refuse rather than write into
+		// whatever is there now.
+		return fs.Version{}, errors.New("the file was replaced while being written; read it again and retry")
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return fs.Version{}, err
+	}
+	if err := f.Truncate(int64(len(data))); err != nil {
+		return fs.Version{}, err
+	}
+	if err := f.Sync(); err != nil {
+		return fs.Version{}, err
+	}
+	if fi, err = f.Stat(); err != nil {
+		return fs.Version{}, fmt.Errorf("fs/local: stat after write: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fs.Version{}, err
+	}
+	return versionOf(fi), nil
+}
+
+// readOnly is the error for replacing a file the process may not write
+// (err from [checkWritable]).
+func readOnly(op, verb, path string, err error) *fs.Error {
+	if !errors.Is(err, iofs.ErrPermission) {
+		return ioError(op, verb, path, err)
+	}
+	return &fs.Error{Code: fs.CodePermission, Op: op, Path: path, Err: err,
+		Message: fmt.Sprintf("cannot %s %q: permission denied (the file is read-only for dsh; it is left unchanged)", verb, path)}
 }
 
 // syncDir makes a rename in dir durable. Failure is ignored: some
