@@ -140,7 +140,7 @@ func label(name string) string {
 	if name == "" {
 		return "tool"
 	}
-	r := []rune(name)
+	r := []rune(sanitizeStrict(name))
 	r[0] = unicode.ToUpper(r[0])
 	return string(r)
 }
@@ -150,7 +150,7 @@ func label(name string) string {
 func compactArgs(raw string) string {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal([]byte(raw), &obj) != nil || len(obj) == 0 {
-		return firstLine(strings.TrimSpace(raw))
+		return firstLine(strings.TrimSpace(sanitizeStrict(raw)))
 	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -163,7 +163,7 @@ func compactArgs(raw string) string {
 		if json.Unmarshal(obj[k], &s) != nil {
 			s = string(obj[k])
 		}
-		parts = append(parts, k+"="+firstLine(s))
+		parts = append(parts, sanitizeStrict(k)+"="+firstLine(sanitizeStrict(s)))
 	}
 	return strings.Join(parts, " ")
 }

@@ -98,6 +98,7 @@ func (u *ui) help() {
 		{"ctrl-a/e, ctrl-k/u/w, ctrl-y", "start/end of line, cut to end/start/word, paste the cut"},
 		{"tab", "complete a command"},
 		{"shift-tab", "cycle the permission mode"},
+		{"y, a, n (a question)", "allow once, for the session, deny; keys typed just before a question opens, or while the prompt holds text, stay on the prompt"},
 	}
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %s%s %s\n", u.st.Key(k[0]), strings.Repeat(" ", max(1, 30-ansi.StringWidth(k[0]))), k[1])
@@ -150,7 +151,7 @@ func (u *ui) resumeCmd(arg string) {
 	if arg == "" {
 		infos, err := u.app.Store.List(u.ctx, store.Query{Cwd: u.cwd()})
 		if err != nil {
-			u.tr.Note(u.st.Err("listing sessions: " + err.Error()))
+			u.tr.Note(u.st.Err("listing sessions: " + sanitize(err.Error())))
 			return
 		}
 		cur := u.cur.Load()
@@ -167,7 +168,7 @@ func (u *ui) resumeCmd(arg string) {
 		var b strings.Builder
 		b.WriteString(u.st.Bold("Recent sessions here") + u.st.Dim(" (resume with /resume <n>)") + "\n")
 		for i, in := range infos {
-			title := in.Title
+			title := firstLine(sanitize(in.Title))
 			if title == "" {
 				title = u.st.Dim("(no prompt)")
 			}
@@ -231,7 +232,7 @@ func (u *ui) compacted(m compactDone) {
 	case errors.Is(m.err, compact.ErrBusy):
 		u.tr.Note(u.st.Dim("a turn is running: the conversation will be compacted before its next step"))
 	case m.err != nil && (u.tr.LastCompactError == "" || !strings.Contains(m.err.Error(), u.tr.LastCompactError)):
-		u.tr.Note(u.st.Err("compaction failed: " + m.err.Error()))
+		u.tr.Note(u.st.Err("compaction failed: " + sanitize(m.err.Error())))
 	}
 }
 

@@ -30,7 +30,7 @@ func metaUnified(meta json.RawMessage) string {
 	if json.Unmarshal(meta, &m) != nil {
 		return ""
 	}
-	return m.Unified
+	return sanitize(m.Unified)
 }
 
 // unifiedLines parses a unified diff, keeping line numbers from the hunk

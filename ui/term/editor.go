@@ -309,6 +309,8 @@ func displayRune(r rune) (string, int) {
 		return "^" + string(rune(r+'@')), 2
 	case r == 0x7f:
 		return "^?", 2
+	case r >= 0x80 && r <= 0x9f: // C1 controls, as their 7-bit form
+		return "^[" + string(r-0x40), 3
 	}
 	s := string(r)
 	return s, ansi.StringWidth(s)

@@ -2,6 +2,7 @@ package term
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -19,33 +20,78 @@ type History struct {
 	entries []string
 }
 
+// History file limits: an entry longer than maxHistoryEntry bytes stays in
+// memory but is not written; a line longer than maxHistoryLine (which no
+// written entry reaches) is skipped when loading. The file is compacted to
+// its newest HistoryLimit entries (and at most compactTarget bytes) once it
+// grows past compactAbove bytes, so compaction runs now and then rather
+// than at every Add.
+const (
+	maxHistoryEntry = 64 * 1024
+	maxHistoryLine  = 1024 * 1024
+	compactAbove    = 1024 * 1024
+	compactTarget   = 512 * 1024
+)
+
 // LoadHistory reads path; an empty path keeps the history in memory.
 func LoadHistory(path string) *History {
 	h := &History{path: path}
 	if path == "" {
 		return h
 	}
+	h.entries = readHistory(path, HistoryLimit)
+	return h
+}
+
+// readHistory returns the newest limit entries of the file at path (nil if
+// it cannot be read). Overlong and blank lines are skipped.
+func readHistory(path string, limit int) []string {
 	f, err := os.Open(path)
 	if err != nil {
-		return h
+		return nil
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		var s string
-		line := sc.Bytes()
-		if json.Unmarshal(line, &s) != nil {
-			s = string(line) // a plain-text line from an older or hand-edited file
+	var entries []string
+	r := bufio.NewReaderSize(f, 64*1024)
+	var line []byte
+	skip := false // the current line is overlong
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !skip {
+			line = append(line, chunk...)
+			if len(line) > maxHistoryLine {
+				line, skip = line[:0], true
+			}
 		}
-		if strings.TrimSpace(s) != "" {
-			h.entries = append(h.entries, s)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if !skip && len(line) > 0 {
+			if s, ok := historyEntry(bytes.TrimRight(line, "\r\n")); ok {
+				entries = append(entries, s)
+				if len(entries) > 2*limit {
+					entries = append(entries[:0], entries[len(entries)-limit:]...)
+				}
+			}
+		}
+		line, skip = line[:0], false
+		if err != nil {
+			break
 		}
 	}
-	if len(h.entries) > HistoryLimit {
-		h.entries = h.entries[len(h.entries)-HistoryLimit:]
+	if len(entries) > limit {
+		entries = entries[len(entries)-limit:]
 	}
-	return h
+	return entries
+}
+
+// historyEntry decodes one line of the file.
+func historyEntry(line []byte) (string, bool) {
+	var s string
+	if json.Unmarshal(line, &s) != nil {
+		s = string(line) // a plain-text line from an older or hand-edited file
+	}
+	return s, strings.TrimSpace(s) != ""
 }
 
 // Len is the number of entries.
@@ -55,7 +101,7 @@ func (h *History) Len() int { return len(h.entries) }
 func (h *History) At(i int) string { return h.entries[i] }
 
 // Add records an entry (skipping blanks and repeats of the newest) and
-// appends it to the file.
+// appends it to the file (unless it is longer than maxHistoryEntry bytes).
 func (h *History) Add(s string) {
 	if strings.TrimSpace(s) == "" || (len(h.entries) > 0 && h.entries[len(h.entries)-1] == s) {
 		return
@@ -64,7 +110,7 @@ func (h *History) Add(s string) {
 	if len(h.entries) > HistoryLimit {
 		h.entries = h.entries[len(h.entries)-HistoryLimit:]
 	}
-	if h.path == "" {
+	if h.path == "" || len(s) > maxHistoryEntry {
 		return
 	}
 	b, err := json.Marshal(s)
@@ -82,20 +128,43 @@ func (h *History) Add(s string) {
 	fi, err := f.Stat()
 	_ = f.Close()
 	// Compact now and then so the file does not grow without bound.
-	if err == nil && fi.Size() > 512*1024 {
+	if err == nil && fi.Size() > compactAbove {
 		h.rewrite()
 	}
 }
 
+// rewrite compacts the file from what it holds now — other dsh processes
+// append to it too — to its newest entries, through a temporary file
+// renamed over it.
 func (h *History) rewrite() {
-	var sb strings.Builder
-	for _, e := range h.entries {
-		b, _ := json.Marshal(e)
-		sb.Write(b)
-		sb.WriteByte('\n')
+	entries := readHistory(h.path, HistoryLimit)
+	var lines [][]byte
+	size := 0
+	for i := len(entries) - 1; i >= 0; i-- {
+		if len(entries[i]) > maxHistoryEntry {
+			continue
+		}
+		b, err := json.Marshal(entries[i])
+		if err != nil || size+len(b)+1 > compactTarget {
+			break
+		}
+		size += len(b) + 1
+		lines = append(lines, b)
 	}
-	tmp := h.path + ".tmp"
-	if os.WriteFile(tmp, []byte(sb.String()), 0o600) == nil {
-		_ = os.Rename(tmp, h.path)
+	var buf bytes.Buffer
+	buf.Grow(size)
+	for i := len(lines) - 1; i >= 0; i-- {
+		buf.Write(lines[i])
+		buf.WriteByte('\n')
 	}
+	tmp, err := os.CreateTemp(filepath.Dir(h.path), filepath.Base(h.path)+".*.tmp")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(buf.Bytes())
+	cerr := tmp.Close()
+	if werr == nil && cerr == nil && os.Chmod(tmp.Name(), 0o600) == nil && os.Rename(tmp.Name(), h.path) == nil {
+		return
+	}
+	_ = os.Remove(tmp.Name())
 }

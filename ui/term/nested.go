@@ -107,7 +107,7 @@ func (t *Transcript) ApplyChild(chain []session.ID, e session.Event) {
 		if err != nil {
 			return
 		}
-		if s := firstLine(strings.TrimSpace(llm.TextOf(m.Content))); s != "" {
+		if s := firstLine(strings.TrimSpace(sanitize(llm.TextOf(m.Content)))); s != "" {
 			add(&nestedLine{text: s})
 		}
 	}

@@ -147,13 +147,13 @@ func (t *Transcript) Apply(e session.Event) {
 		if e.Type == session.TypeSteeringMessage {
 			suffix = t.st.Dim("  (steering)")
 		}
-		t.block(t.prefixed(strings.TrimSpace(llm.TextOf(p.Content)), t.st.User("› "), "  ") + suffix)
+		t.block(t.prefixed(strings.TrimSpace(sanitize(llm.TextOf(p.Content))), t.st.User("› "), "  ") + suffix)
 	case session.TypePromptBlocked:
 		p, err := session.Decode[session.PromptBlocked](e)
 		if err != nil {
 			return
 		}
-		t.block(t.st.Warn("✗ prompt blocked: " + p.Reason))
+		t.block(t.st.Warn("✗ prompt blocked: " + sanitize(p.Reason)))
 	case session.TypeAssistantChunk:
 		c, err := session.Decode[session.AssistantChunk](e)
 		if err == nil {
@@ -215,8 +215,8 @@ func (t *Transcript) Apply(e session.Event) {
 		switch {
 		case err != nil:
 		case end.Error != "":
-			t.LastCompactError = end.Error
-			t.block(t.st.Warn("✻ Compaction failed: " + end.Error))
+			t.LastCompactError = sanitize(end.Error)
+			t.block(t.st.Warn("✻ Compaction failed: " + t.LastCompactError))
 		case end.Before > 0:
 			t.block(t.st.Dim(fmt.Sprintf("✻ Conversation compacted: ~%s → ~%s tokens", fmtTokens(end.Before), fmtTokens(end.After))))
 		default:
@@ -234,9 +234,9 @@ func (t *Transcript) Apply(e session.Event) {
 func (t *Transcript) chunk(c llm.Chunk) {
 	switch c.Type {
 	case llm.ChunkTextDelta:
-		t.text.WriteString(c.Text)
+		t.text.WriteString(sanitize(c.Text))
 	case llm.ChunkReasoningDelta:
-		t.reasoning.WriteString(c.Text)
+		t.reasoning.WriteString(sanitize(c.Text))
 	case llm.ChunkToolCallDelta:
 		p := t.preparing[c.Index]
 		if p == nil {
@@ -245,7 +245,7 @@ func (t *Transcript) chunk(c llm.Chunk) {
 			t.prepOrder = append(t.prepOrder, c.Index)
 		}
 		if c.Name != "" {
-			p.name = c.Name
+			p.name = sanitize(c.Name)
 		}
 		p.args += len(c.ArgsDelta)
 	}
@@ -282,7 +282,7 @@ func (t *Transcript) message(m session.AssistantMessage) {
 	for _, b := range m.Content {
 		switch b.Type {
 		case llm.BlockReasoning:
-			if r := strings.TrimSpace(b.Text); r != "" {
+			if r := strings.TrimSpace(sanitize(b.Text)); r != "" {
 				t.LastReasoning = r
 				t.block(t.thinking(r))
 			} else if b.Redacted != "" {
@@ -290,7 +290,7 @@ func (t *Transcript) message(m session.AssistantMessage) {
 			}
 		case llm.BlockText:
 			if strings.TrimSpace(b.Text) != "" {
-				t.block(t.md.Render(b.Text, t.width()))
+				t.block(t.md.Render(sanitize(b.Text), t.width()))
 			}
 		}
 	}
@@ -327,7 +327,7 @@ func (t *Transcript) newCard(c session.ToolCall, at int64) *Card {
 	if tl, ok := t.tools(c.Name); ok {
 		card.Kind = tl.Info().Kind
 		if p, ok := tl.(tool.CallPresenter); ok && json.Valid([]byte(c.Arguments)) {
-			card.Call = safeView(func() *tool.View { return p.PresentCall(json.RawMessage(c.Arguments)) })
+			card.Call = sanitizeView(safeView(func() *tool.View { return p.PresentCall(json.RawMessage(c.Arguments)) }))
 		}
 	}
 	return card
@@ -360,7 +360,7 @@ func (t *Transcript) result(r session.ToolResult, at int64) {
 		t.cards = removeCard(t.cards, c)
 		t.collapseChildren(c)
 	}
-	c.End, c.Text, c.IsError, c.Meta = at, llm.TextOf(r.Content), r.IsError, r.Meta
+	c.End, c.Text, c.IsError, c.Meta = at, sanitize(llm.TextOf(r.Content)), r.IsError, r.Meta
 	c.State = CardDone
 	if c.IsError {
 		c.State = CardFailed
@@ -368,7 +368,7 @@ func (t *Transcript) result(r session.ToolResult, at int64) {
 	if tl, ok := t.tools(c.Name); ok {
 		if p, ok := tl.(tool.ResultPresenter); ok && json.Valid([]byte(c.Args)) {
 			res := tool.Result{Content: r.Content, Meta: r.Meta, IsError: r.IsError}
-			c.Result = safeView(func() *tool.View { return p.PresentResult(json.RawMessage(c.Args), res) })
+			c.Result = sanitizeView(safeView(func() *tool.View { return p.PresentResult(json.RawMessage(c.Args), res) }))
 		}
 	}
 	if c.Result != nil && c.Result.ExitCode != nil && *c.Result.ExitCode != 0 {
@@ -416,6 +416,7 @@ func RenderTodos(items []session.TodoItem, st Styles) string {
 	}
 	lines := []string{st.Bold("☰ Todos") + st.Dim(fmt.Sprintf(" %d/%d", done, len(items)))}
 	for _, it := range items {
+		it.Content, it.ActiveForm = sanitize(it.Content), sanitize(it.ActiveForm)
 		switch it.Status {
 		case "completed":
 			lines = append(lines, "  "+st.OK("[x]")+" "+st.Dim(it.Content))
@@ -438,7 +439,7 @@ func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
 		t.collapseChildren(c)
 		c.State, c.End, c.NoResult = CardFailed, at, true
 		if c.Note == "" {
-			c.Note = "no result (" + te.Reason.Kind + ")"
+			c.Note = "no result (" + sanitize(te.Reason.Kind) + ")"
 		}
 		t.block(strings.Join(RenderCard(c, t.width(), at, "●", t.st), "\n"))
 	}
@@ -447,6 +448,7 @@ func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
 	t.LastTurnUsage = t.turnUsage
 	var lines []string
 	r := te.Reason
+	r.Kind, r.Reason, r.Message, r.Code = sanitize(r.Kind), sanitize(r.Reason), sanitize(r.Message), sanitize(r.Code)
 	switch r.Kind {
 	case session.EndCompleted:
 	case session.EndAborted:

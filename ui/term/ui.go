@@ -134,6 +134,10 @@ type ui struct {
 
 	approvals []*approval
 	reasonEd  *Editor
+	// answerAt is when the open question starts taking answer keys (see
+	// [approvalGrace]).
+	answerAt time.Time
+	grace    time.Duration
 
 	resumeList []store.Info
 	lastCtrlC  time.Time
@@ -144,6 +148,14 @@ type ui struct {
 	inputDone  bool
 	lastDraw   time.Time
 }
+
+// approvalGrace guards against keys meant for the editor answering a
+// question: while the editor holds text, and until approvalGrace has passed
+// since the question appeared and since the last key typed into the editor,
+// keys go to the editor (esc and ctrl-c still deny), and the choices are not
+// shown.
+// (A variable so tests can stretch it; [Run] reads it once.)
+var approvalGrace = 400 * time.Millisecond
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
@@ -171,7 +183,7 @@ func Run(ctx context.Context, o Options) error {
 	plain := o.NoColor || o.Env("NO_COLOR") != "" || o.Env("TERM") == "dumb"
 	u := &ui{
 		o: o, app: o.App, out: o.Out, st: NewStyles(plain), md: newMarkdown(plain, o.Env),
-		q: newQueue(), done: make(chan struct{}), ctx: ctx,
+		q: newQueue(), done: make(chan struct{}), ctx: ctx, grace: approvalGrace,
 	}
 	u.scr.Sync = true
 	if o.Home != "" {
@@ -402,7 +414,7 @@ func (u *ui) handle(m any) {
 			}
 		default:
 			u.busySince = time.Time{}
-			u.pending = nil
+			u.restorePending()
 		}
 	case inputMsg:
 		u.keys(u.dec.Feed(m.b))
@@ -412,10 +424,14 @@ func (u *ui) handle(m any) {
 		u.quit = true
 	case approvalMsg:
 		u.approvals = append(u.approvals, m.a)
+		if len(u.approvals) == 1 {
+			u.holdAnswers()
+		}
 	case withdrawMsg:
 		if i := slices.Index(u.approvals, m.a); i >= 0 {
 			if i == 0 {
 				u.reasonEd = nil
+				u.holdAnswers() // the next question, if any, is new
 			}
 			u.approvals = slices.Delete(u.approvals, i, i+1)
 		}
@@ -468,6 +484,33 @@ func (u *ui) dropPending(text string) {
 	}
 }
 
+// restorePending runs when the agent stops: steering it never took (an
+// interrupt drops queued input) goes back into an empty editor, or is
+// reported as discarded.
+func (u *ui) restorePending() {
+	if len(u.pending) == 0 {
+		return
+	}
+	text := strings.Join(u.pending, "\n")
+	u.pending = nil
+	if strings.TrimSpace(u.ed.Text()) == "" {
+		u.ed.SetText(text)
+		u.setHint("your queued message was not sent: it is back in the editor", 4*time.Second)
+		return
+	}
+	u.tr.Note(u.st.Warn("queued message discarded: "+firstLine(sanitize(text))) + u.st.Dim("  (↑ recalls it from history)"))
+}
+
+// holdAnswers (re)starts the grace before the open question takes answer
+// keys.
+func (u *ui) holdAnswers() { u.answerAt = time.Now().Add(u.grace) }
+
+// answerReady reports whether keys now answer the open question rather
+// than go to the editor.
+func (u *ui) answerReady(now time.Time) bool {
+	return u.reasonEd != nil || (u.ed.Text() == "" && !now.Before(u.answerAt))
+}
+
 // keys routes keys to the approval question or the editor.
 func (u *ui) keys(ks []Key) {
 	for _, k := range ks {
@@ -475,7 +518,14 @@ func (u *ui) keys(ks []Key) {
 			return
 		}
 		if len(u.approvals) > 0 {
-			u.approvalKey(k)
+			if u.answerReady(time.Now()) || k.Kind == KeyEsc || k.Kind == KeyCtrlC {
+				u.approvalKey(k)
+				continue
+			}
+			// Typed for the editor (text in progress, or just as the
+			// question appeared): it stays there and the question waits.
+			u.editorKey(k)
+			u.holdAnswers()
 			continue
 		}
 		u.editorKey(k)
@@ -564,6 +614,8 @@ func (u *ui) answer(a *approval, ans tool.Approval) {
 	if i := slices.Index(u.approvals, a); i >= 0 {
 		u.approvals = slices.Delete(u.approvals, i, i+1)
 	}
+	u.holdAnswers() // the next question, if any, is new
+
 }
 
 // Approve implements [tool.Approver]: it runs on the agent's goroutine and
@@ -612,7 +664,7 @@ func (u *ui) submit(text string) {
 		err = c.ag.Send(u.ctx, content, llm.Source{})
 	}
 	if err != nil {
-		u.tr.Note(u.st.Err("could not send: " + err.Error()))
+		u.tr.Note(u.st.Err("could not send: " + sanitize(err.Error())))
 	}
 }
 
@@ -621,7 +673,7 @@ func (u *ui) submit(text string) {
 func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner string) error {
 	h, err := start(u.ctx)
 	if err != nil {
-		u.tr.Note(u.st.Err(err.Error()))
+		u.tr.Note(u.st.Err(sanitize(err.Error())))
 		return err
 	}
 	old := u.cur.Load()
@@ -777,7 +829,7 @@ func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
 		rows = append(rows, tl...)
 	}
 	for _, p := range u.pending {
-		rows = append(rows, ansi.Truncate(u.st.Dim("↳ queued: "+firstLine(p)), w, "…"))
+		rows = append(rows, ansi.Truncate(u.st.Dim("↳ queued: "+firstLine(sanitize(p))), w, "…"))
 	}
 	if u.busy() {
 		el := ""
@@ -789,12 +841,19 @@ func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
 	}
 	rows = append(rows, "")
 	if len(u.approvals) > 0 {
-		q, qr, qc := u.approvalRows(w)
+		q, qr, qc := u.approvalRows(w, now)
 		crow, ccol = -1, 0
 		if qr >= 0 {
 			crow, ccol = len(rows)+qr, qc
 		}
 		rows = append(rows, q...)
+		if u.reasonEd == nil && u.ed.Text() != "" {
+			// The message being typed stays visible while the question
+			// waits for it.
+			in, r, c := u.ed.Layout(u.st.Accent("› "), "  ", w)
+			crow, ccol = len(rows)+r, c
+			rows = append(rows, in...)
+		}
 	} else {
 		in, r, c := u.ed.Layout(u.st.Accent("› "), "  ", w)
 		crow, ccol = len(rows)+r, c
@@ -825,8 +884,10 @@ func (u *ui) statusLine() string {
 	switch {
 	case u.reasonEd != nil:
 		return u.st.Dim("  enter sends the reason (or denies without one) · esc denies")
+	case len(u.approvals) > 0 && u.ed.Text() != "":
+		return u.st.Dim("  keys go to your message: enter sends it, ctrl-u clears it; then y, a or n answers · esc denies")
 	case len(u.approvals) > 0:
-		return u.st.Dim("  y, a or n to answer · esc denies · ctrl-c denies and interrupts")
+		return u.st.Dim("  y, a or n to answer (once the choices show) · esc denies · ctrl-c denies and interrupts")
 	case u.busy():
 		return u.st.Dim("  esc or ctrl-c to interrupt · enter to steer")
 	}
@@ -843,20 +904,20 @@ func (u *ui) statusLine() string {
 
 // approvalRows draws the open question; the cursor is placed only while a
 // denial reason is typed.
-func (u *ui) approvalRows(w int) (rows []string, crow, ccol int) {
+func (u *ui) approvalRows(w int, now time.Time) (rows []string, crow, ccol int) {
 	a := u.approvals[0]
 	req := a.req
 	card := &Card{Name: req.Call.Name, Args: req.Call.Raw, Kind: req.Info.Kind}
 	var view *tool.View
 	if tl, ok := u.app.Host.Tools.Get(req.Call.Name); ok {
 		if p, ok := tl.(tool.CallPresenter); ok && req.Call.Args != nil {
-			view = safeView(func() *tool.View { return p.PresentCall(req.Call.Args) })
+			view = sanitizeView(safeView(func() *tool.View { return p.PresentCall(req.Call.Args) }))
 		}
 	}
 	card.Call = view
 	rows = append(rows, ansi.Truncate(u.st.Warn("? ")+u.st.Bold("Allow ")+cardTitle(card, u.st)+u.st.Bold("?"), w, "…"))
 	if req.Reason != "" {
-		rs := wrapLines(strings.TrimSpace(req.Reason), w-2)
+		rs := wrapLines(strings.TrimSpace(sanitize(req.Reason)), w-2)
 		if len(rs) > 3 {
 			rs = append(rs[:2], ansi.Truncate(strings.Join(rs[2:], " "), w-2, "…"))
 		}
@@ -892,7 +953,14 @@ func (u *ui) approvalRows(w int) (rows []string, crow, ccol int) {
 		return append(rows, in...), len(rows) + r, c
 	}
 	k := u.st.Key
-	rows = append(rows, ansi.Truncate("  "+k("[y]")+" allow once   "+k("[a]")+" allow for this session   "+k("[n]")+" deny   "+u.st.Dim("(esc denies)"), w, "…"))
+	switch {
+	case u.ed.Text() != "":
+		rows = append(rows, u.st.Dim("  (answer keys wait until your message is sent or cleared)"))
+	case !u.answerReady(now):
+		rows = append(rows, u.st.Dim("  (answer keys in a moment…)"))
+	default:
+		rows = append(rows, ansi.Truncate("  "+k("[y]")+" allow once   "+k("[a]")+" allow for this session   "+k("[n]")+" deny   "+u.st.Dim("(esc denies)"), w, "…"))
+	}
 	if more := len(u.approvals) - 1; more > 0 {
 		rows = append(rows, u.st.Dim(fmt.Sprintf("  (%d more waiting)", more)))
 	}

@@ -253,7 +253,7 @@ func TestRunApprovalDenyWithReasonThenAllow(t *testing.T) {
 	}
 	// Typing goes back to the prompt after the question.
 	h.send("second\r")
-	h.wait("› second", "? Allow Write dsh-demo-note.txt?")
+	h.wait("› second", "? Allow Write dsh-demo-note.txt?", "[a] allow for this session")
 	h.send("a")
 	h.wait("allowed for this session", "Write dsh-demo-note.txt")
 	h.wait("✻ ")
@@ -290,6 +290,11 @@ func TestRunModelSwitchSteerCancelAndDoubleCtrlC(t *testing.T) {
 	h.wait("queued: and more")
 	h.send("\x03")
 	h.wait("Thinking hard about slow/m", "(incomplete)", "⏹ Interrupted · interrupted by user")
+	// The queued steering never joined the turn: it is back in the editor,
+	// and ctrl-c clears it.
+	h.wait("› and more", "it is back in the editor")
+	h.send("\x03")
+	h.wait("› \r")
 	h.send("\x03")
 	h.wait("press ctrl-c again to exit")
 	h.send("\x03")
@@ -363,7 +368,7 @@ func TestRunWithPermissionLayer(t *testing.T) {
 	h.send("a")
 	h.wait("allowed for this session", "total ")
 	// The remembered answer covers the second listing; the write asks.
-	h.wait("? Allow Write dsh-demo-note.txt?")
+	h.wait("? Allow Write dsh-demo-note.txt?", "[y] allow once")
 	h.send("y")
 	h.wait("That was the whole loop", "✻ ")
 	if _, err := os.Stat(filepath.Join(h.cwd, "dsh-demo-note.txt")); err != nil {
