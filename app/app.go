@@ -92,9 +92,12 @@ type App struct {
 	Host  *core.Host
 	Store *store.Coordinator
 	// Model is the resolved model reference; Demo says it is the offline
-	// demo because no provider is configured.
+	// demo model.
 	Model string
 	Demo  bool
+	// DemoFallback says the demo was picked because nothing else is
+	// configured (not chosen by --model, DSH_MODEL or settings).
+	DemoFallback bool
 	// Compactor keeps sessions inside the context window (and serves
 	// /compact).
 	Compactor *compact.Compactor
@@ -243,7 +246,7 @@ func (a *App) installModels(ctx context.Context) error {
 		model = providers.DefaultModel(cfg, o.Env)
 	}
 	if model == "" {
-		a.Model, a.Demo = demo.ModelID, true
+		a.Model, a.Demo, a.DemoFallback = demo.ModelID, true, true
 		return nil
 	}
 	id, _, ok := h.LLM.Resolve(model)
@@ -261,7 +264,9 @@ func (a *App) installModels(ctx context.Context) error {
 
 func (a *App) installTools() error {
 	h, o := a.Host, a.opts
-	exec, err := local.New(local.Config{Logger: o.Logger})
+	// Commands never see the variables the model providers take their
+	// keys from, whatever settings named them.
+	exec, err := local.New(local.Config{Logger: o.Logger, ScrubEnv: providers.SecretEnvNames(o.Settings.ProvidersConfig())})
 	if err != nil {
 		return fmt.Errorf("app: bash executor: %w", err)
 	}

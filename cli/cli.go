@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -71,7 +72,15 @@ func Main(args []string, stdio IO) int {
 	if stdio.Env == nil {
 		stdio.Env = os.Getenv
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Every way of being asked to stop ends the run through the context, so
+	// dsh shuts down in order and its executor kills the commands and
+	// background tasks it started — they run in sessions of their own and
+	// would not get the terminal's hangup themselves. SIGHUP is the terminal
+	// closing (its window, an ssh connection); left at its default it would
+	// end dsh on the spot and leave the tasks running. SIGQUIT keeps its Go
+	// default (a goroutine dump, for debugging a hang); the executor's
+	// parent-death signal still reaches the shells then.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	cmd := newRoot(stdio)
 	cmd.SetArgs(args)
@@ -283,10 +292,10 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 			}
 			prompt = string(b)
 		}
-		if strings.TrimSpace(prompt) == "" {
+		if strings.TrimFunc(prompt, func(r rune) bool { return unicode.IsSpace(r) || r == 0 }) == "" {
 			return usageErr("no prompt: pass it as an argument or on stdin")
 		}
-		if a.Demo && f.model == "" {
+		if a.DemoFallback {
 			return usageErr("no model is configured: set DEEPSEEK_API_KEY, ANTHROPIC_API_KEY or OPENAI_API_KEY, pick one with --model provider/model, or run the offline demo with --model demo")
 		}
 		code, err := a.RunHeadless(ctx, app.HeadlessOptions{Prompt: prompt, Format: f.outputFormat, Out: stdio.Out, Resume: resume})

@@ -605,3 +605,34 @@ func childRuns(pid int, cmdline string) bool {
 	}
 	return false
 }
+
+// TestHeadlessDemoChosenByName: the offline demo chosen by DSH_MODEL (not
+// only by --model) runs headless; without any choice it is refused.
+func TestHeadlessDemoChosenByName(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	run := func(env ...string) (string, int) {
+		cmd := exec.Command(dshBin, "-p", "hello")
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY="), env...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	if out, code := run("DSH_MODEL=demo"); code != 0 {
+		t.Fatalf("DSH_MODEL=demo: exit %d: %s", code, out)
+	}
+	if out, code := run("DSH_MODEL="); code != 2 || !strings.Contains(out, "no model is configured") {
+		t.Fatalf("no model: exit %d: %s", code, out)
+	}
+	cmd := exec.Command(dshBin, "-p")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DSH_MODEL=demo")
+	cmd.Stdin = strings.NewReader("\x00\x00\n")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "no prompt") {
+		t.Fatalf("NUL-only stdin: %v %s", err, out)
+	}
+}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"slices"
 	"testing"
@@ -57,4 +58,19 @@ func reportPercentiles(b *testing.B, laps []time.Duration) {
 	slices.Sort(laps)
 	b.ReportMetric(float64(laps[len(laps)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(laps[len(laps)*9/10].Nanoseconds()), "p90-ns")
+}
+
+// BenchmarkSessionScan is the /proc scan every command's end now costs (it
+// looks for members of the session left in other process groups). It grows
+// with the number of processes on the machine, reported as procs.
+func BenchmarkSessionScan(b *testing.B) {
+	if _, ok := sessionGroups(1); !ok {
+		b.Skip("no /proc")
+	}
+	entries, _ := os.ReadDir("/proc")
+	b.ReportAllocs()
+	for b.Loop() {
+		sessionGroups(1 << 30) // no such session: the full scan
+	}
+	b.ReportMetric(float64(len(entries)), "procs")
 }

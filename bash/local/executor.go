@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,7 @@ type Config struct {
 	// MaxOutputBytes is the per-stream tail kept in memory
 	// (DefaultMaxOutputBytes). Output beyond it is spilled to a file.
 	MaxOutputBytes int
-	// Grace is how long a process group has between SIGTERM and SIGKILL
+	// Grace is how long a command's processes have between SIGTERM and SIGKILL
 	// (DefaultGrace).
 	Grace time.Duration
 	// SpillDir holds spill files. Default: a private directory (0700)
@@ -47,6 +48,13 @@ type Config struct {
 	// Logger receives failures nobody else can report (a panicking OnDone
 	// callback). Default: slog.Default().
 	Logger *slog.Logger
+	// ScrubEnv names further variables (exactly as spelled) withheld from
+	// commands, beyond the credential-shaped names and URL credentials
+	// always dropped: the variables dsh reads its own secrets from under
+	// names no heuristic recognizes (a custom provider's apiKeyEnv, the
+	// variables its headers expand). An explicit ExecRequest.Env entry
+	// still wins.
+	ScrubEnv []string
 }
 
 // Executor runs commands as local processes. Create it with [New] and
@@ -64,6 +72,7 @@ type Executor struct {
 	order  []*task
 	nextID int
 	wg     sync.WaitGroup // one per process, released after its completion is fully reported
+	start  threadStarter  // forks every shell (spawn_linux.go)
 
 	spillMu     sync.Mutex
 	spillDir    string
@@ -120,6 +129,7 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bash/local: shell: %w", err)
 	}
+	cfg.ScrubEnv = slices.Clone(cfg.ScrubEnv)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -212,7 +222,7 @@ func (e *Executor) Read(_ context.Context, owner bash.Owner, id bash.TaskID) (ba
 	return r, nil
 }
 
-// Kill ends a task's process group (SIGTERM, then SIGKILL after the grace
+// Kill ends a task's processes (SIGTERM, then SIGKILL after the grace
 // period) and waits until it is gone or ctx is done. The task's status is
 // Killed from the moment Kill returns true.
 func (e *Executor) Kill(ctx context.Context, owner bash.Owner, id bash.TaskID) (bool, error) {
@@ -316,6 +326,7 @@ func (e *Executor) Close() error {
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
+	e.start.stop() // every shell has been reaped
 
 	e.mu.Lock()
 	e.tasks, e.order = map[bash.TaskID]*task{}, nil
@@ -363,11 +374,12 @@ func (e *Executor) launch(req bash.ExecRequest, isTask bool) (*proc, error) {
 		shell:    e.shell,
 		command:  req.Command,
 		workdir:  req.Workdir,
-		env:      childEnv(os.Environ(), req.Env),
+		env:      childEnv(os.Environ(), e.cfg.ScrubEnv, req.Env),
 		stdin:    req.Stdin,
 		grace:    e.cfg.Grace,
 		maxBytes: e.cfg.MaxOutputBytes,
 		spill:    e.spillOpener,
+		starter:  &e.start,
 	})
 	if err != nil {
 		e.wg.Done()

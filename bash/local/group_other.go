@@ -2,6 +2,7 @@
 
 package local
 
-// liveMembers has no portable implementation; groupAlive then trusts
-// kill(-pgid, 0), which counts zombies as members.
-func liveMembers(int) (live, ok bool) { return false, false }
+// sessionGroups has no portable implementation: callers then reach only the
+// leader's process group, through kill(-sid, …), which counts zombies as
+// members and misses processes that moved to another group.
+func sessionGroups(int) (pgids []int, ok bool) { return nil, false }

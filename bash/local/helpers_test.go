@@ -2,8 +2,10 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,7 +17,26 @@ import (
 	"github.com/dshq/dsh/bash"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if helper := os.Getenv("DSH_LOCAL_TEST_HELPER"); helper != "" {
+		runHelper(helper) // never returns
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// helpers are processes the tests start from this test binary: they exit
+// instead of running the tests.
+var helpers = map[string]func(){}
+
+func runHelper(name string) {
+	f := helpers[name]
+	if f == nil {
+		fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
+		os.Exit(2)
+	}
+	f()
+	os.Exit(0)
+}
 
 // testGrace keeps kill escalation short, as the reference's tests do.
 const testGrace = 200 * time.Millisecond

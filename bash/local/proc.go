@@ -24,11 +24,11 @@ const (
 )
 
 // drainAfterExit bounds how long output is awaited after the shell exited
-// with no process left in its group: the pipes can then only be held open by
-// something that escaped the group (setsid), which we cannot wait for.
+// with no process left in its session: the pipes can then only be held open
+// by something that escaped the session (setsid), which we cannot wait for.
 const drainAfterExit = 250 * time.Millisecond
 
-// reapSlack is how long after SIGKILL the group is awaited before giving up
+// reapSlack is how long after SIGKILL the session is awaited before giving up
 // (a process stuck in uninterruptible sleep cannot die sooner).
 const reapSlack = 500 * time.Millisecond
 
@@ -42,14 +42,16 @@ type spawnSpec struct {
 	grace    time.Duration
 	maxBytes int
 	spill    func(stream string) func() (*os.File, error)
+	starter  *threadStarter
 }
 
-// proc is one running command: the shell as leader of its own session and
-// process group, the two output readers, an optional stdin writer and the
-// waiter that turns all of it into one completion.
+// proc is one running command: the shell as leader of its own session (and
+// of that session's first process group), the two output readers, an
+// optional stdin writer and the waiter that turns all of it into one
+// completion.
 type proc struct {
 	cmd      *exec.Cmd
-	pgid     int
+	sid      int // the session's id: the shell's pid
 	grace    time.Duration
 	started  time.Time
 	stdout   *collector
@@ -65,7 +67,7 @@ type proc struct {
 	reaped      bool // the leader has been reaped
 	killStarted time.Time
 	escalate    *time.Timer
-	groupGone   bool
+	sessionGone bool
 	timedOut    bool
 	aborted     bool
 
@@ -124,9 +126,9 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 	// A new session, not just a new process group: the command has no
 	// controlling terminal, so a program that opens /dev/tty to prompt (ssh,
 	// sudo, git credentials) fails at once instead of stopping on SIGTTIN or
-	// scribbling over dsh's own terminal. The session leader also leads its
-	// process group, which is what kills target.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// scribbling over dsh's own terminal. The session is also what kills
+	// target (see group.go).
+	cmd.SysProcAttr = sysProcAttr()
 	var stdinW *os.File
 	if s.stdin != nil {
 		var inR *os.File
@@ -135,7 +137,7 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 		}
 		cmd.Stdin = inR
 	} // else exec opens /dev/null: reads see EOF at once, nothing can block on input
-	if err := cmd.Start(); err != nil {
+	if err := s.starter.start(cmd); err != nil {
 		return nil, fmt.Errorf("bash: starting %s: %w", s.shell, err)
 	}
 	// The child has its copies; ours must go so EOF arrives when it exits.
@@ -146,7 +148,7 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 	}
 	p := &proc{
 		cmd:      cmd,
-		pgid:     cmd.Process.Pid,
+		sid:      cmd.Process.Pid,
 		grace:    s.grace,
 		started:  time.Now(),
 		stdout:   newCollector(s.maxBytes, s.spill("stdout")),
@@ -200,7 +202,7 @@ func (p *proc) writeStdin(b []byte) {
 	_ = p.stdinW.Close()
 }
 
-// kill starts the group kill for reason: SIGTERM now, SIGKILL after the
+// kill starts the session kill for reason: SIGTERM now, SIGKILL after the
 // grace period. It reports false, doing nothing, when the shell has already
 // exited (the waiter then deals with whatever it left behind).
 func (p *proc) kill(reason killReason) bool {
@@ -224,23 +226,23 @@ func (p *proc) startKillLocked() {
 		return
 	}
 	p.killStarted = time.Now()
-	signalGroup(p.pgid, syscall.SIGTERM)
+	signalSession(p.sid, syscall.SIGTERM)
 	p.escalate = time.AfterFunc(p.grace, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if !p.groupGone {
-			signalGroup(p.pgid, syscall.SIGKILL)
+		if !p.sessionGone {
+			signalSession(p.sid, syscall.SIGKILL)
 		}
 	})
 }
 
 // wait is the single place a command ends: reap the shell, kill what it left
-// in its group, collect the remaining output, wait for the group to be gone,
-// and only then report completion.
+// in its session, collect the remaining output, wait for the session to be
+// gone, and only then report completion.
 func (p *proc) wait() {
 	_ = p.cmd.Wait() // the status is read from ProcessState below
 	exitedAt := time.Now()
-	leftovers := groupAlive(p.pgid)
+	leftovers := sessionAlive(p.sid)
 
 	p.mu.Lock()
 	p.reaped = true
@@ -260,12 +262,12 @@ func (p *proc) wait() {
 	p.awaitReaders(drainBy)
 
 	if !killStarted.IsZero() {
-		waitGroupGone(p.pgid, killStarted.Add(p.grace+reapSlack))
+		waitSessionGone(p.sid, killStarted.Add(p.grace), killStarted.Add(p.grace+reapSlack))
 	}
 	p.mu.Lock()
-	p.groupGone = true
+	p.sessionGone = true
 	if p.escalate != nil {
-		p.escalate.Stop() // the group is gone; its id may be reused
+		p.escalate.Stop() // the session is gone; its id may be reused
 	}
 	p.mu.Unlock()
 
@@ -304,11 +306,24 @@ func (p *proc) awaitReaders(deadline time.Time) {
 	}
 }
 
-// waitGroupGone polls until the group has no live member or the deadline
-// passes. There is no way to wait for processes that are not our children.
-func waitGroupGone(pgid int, deadline time.Time) {
+// waitSessionGone polls until the session has no live member or the
+// deadline passes. There is no way to wait for processes that are not our
+// children. After killAt (the SIGKILL escalation) it SIGKILLs whatever it
+// still finds, so a member that started a new process group after the
+// escalation's scan does not outlive the wait.
+func waitSessionGone(sid int, killAt, deadline time.Time) {
 	d := time.Millisecond
-	for groupAlive(pgid) && time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
+		pgids, ok := sessionGroups(sid)
+		if !ok {
+			if !sessionAlive(sid) {
+				return
+			}
+		} else if len(pgids) == 0 {
+			return
+		} else if !time.Now().Before(killAt) {
+			signalGroups(pgids, 0, syscall.SIGKILL)
+		}
 		time.Sleep(d)
 		d = min(2*d, 20*time.Millisecond)
 	}

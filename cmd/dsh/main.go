@@ -3,12 +3,18 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/dshq/dsh/cli"
 )
 
 func main() {
+	// Before anything reads a secret: the commands dsh runs must not be
+	// able to read them back from /proc (see harden).
+	if err := harden(); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh: warning: cannot protect the process from inspection:", err)
+	}
 	os.Exit(cli.Main(os.Args[1:], cli.IO{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		Interactive: cli.IsTerminal(os.Stdin) && cli.IsTerminal(os.Stdout),

@@ -483,3 +483,29 @@ func DefaultModel(cfg Config, env func(string) string) string {
 	}
 	return ""
 }
+
+// SecretEnvNames returns the environment variables cfg's providers read
+// credentials from: each preset's key variable (DEEPSEEK_API_KEY,
+// ANTHROPIC_API_KEY, OPENAI_API_KEY, or the apiKeyEnv that replaces one),
+// every custom provider's apiKeyEnv, and every variable a provider's
+// headers expand. dsh withholds them from the commands it runs, whatever
+// they are called. Sorted, without duplicates; enabled or not.
+func SecretEnvNames(cfg Config) []string {
+	var names []string
+	add := func(n string) {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	add(openai.DeepSeek().APIKeyEnv)
+	add(openai.OpenAI().APIKeyEnv)
+	add(anthropic.Anthropic().APIKeyEnv)
+	for _, pc := range cfg.Providers {
+		add(pc.APIKeyEnv)
+		for _, v := range pc.Headers {
+			os.Expand(v, func(name string) string { add(name); return "" })
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -240,3 +240,16 @@ func TestExplicitPresetWithoutKey(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretEnvNames(t *testing.T) {
+	cfg := Config{Providers: map[string]ProviderConfig{
+		"openai": {APIKeyEnv: "MY_OPENAI"},
+		"corp": {Type: TypeOpenAI, BaseURL: "https://llm.corp", APIKeyEnv: "CORP_LLM",
+			Headers: map[string]string{"X-Tenant": "${CORP_TENANT}", "X-Sig": "v1 $CORP_SIG", "X-Fixed": "plain"}},
+	}}
+	got := strings.Join(SecretEnvNames(cfg), " ")
+	want := "ANTHROPIC_API_KEY CORP_LLM CORP_SIG CORP_TENANT DEEPSEEK_API_KEY MY_OPENAI OPENAI_API_KEY"
+	if got != want {
+		t.Errorf("SecretEnvNames = %q, want %q", got, want)
+	}
+}
