@@ -286,7 +286,7 @@ func (a *App) installTools() error {
 		files = o.WrapFS(files)
 	}
 	var tools []tool.Tool
-	tools = append(tools, bashtool.Tools(runner, bashtool.Options{Logger: o.Logger})...)
+	tools = append(tools, bashtool.Tools(runner, bashtool.Options{Logger: o.Logger, Env: o.Settings.Env})...)
 	tools = append(tools, fstool.Tools(files, tracker, fstool.Options{})...)
 	// Searches are decided by the directory they name; the files in it
 	// that permission rules deny reading are left out of their results.
@@ -433,7 +433,7 @@ func (a *App) installHooks() error {
 		}
 		b := hooks.New(hooks.Options{
 			Dialect: dialect, Config: load, Runner: hooks.Runner{Exec: a.exec}, Trusted: trusted, Logger: o.Logger,
-			Model: a.Model, Mode: a.hookMode,
+			Model: a.Model, Mode: a.hookMode, Env: o.Settings.Env,
 		}, h.Agents)
 		if err := b.Install(h.Scope, h.Tools, h.Sessions, a.Compactor); err != nil {
 			return err

@@ -636,3 +636,28 @@ func TestHeadlessDemoChosenByName(t *testing.T) {
 		t.Fatalf("NUL-only stdin: %v %s", err, out)
 	}
 }
+
+// TestSettingsEnvReachesCommands: the settings' "env" is in the bash
+// tool's environment, as the README promises.
+func TestSettingsEnvReachesCommands(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(`{"env":{"DSH_TEST_FOO":"from-settings"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ds := &deepseek{replies: []string{
+		toolReply("call_1", "bash", map[string]string{"command": "echo FOO=[$DSH_TEST_FOO]", "description": "show it"}),
+		textReply("done"),
+	}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--allowedTools", "Bash(echo:*)", "show the variable")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	ds.mu.Lock()
+	msgs, _ := json.Marshal(ds.requests[len(ds.requests)-1]["messages"])
+	ds.mu.Unlock()
+	if !strings.Contains(string(msgs), "FOO=[from-settings]") {
+		t.Fatalf("the command did not see the settings' env: %s", msgs)
+	}
+}

@@ -73,6 +73,8 @@ type Options struct {
 	TranscriptPath func(id session.ID) string
 	// Model is stamped on Codex payloads.
 	Model string
+	// Env is added to every hook's environment (the settings' "env").
+	Env map[string]string
 	// MaxStopContinuations caps how many times Stop hooks may force one
 	// turn to go on (default 3): the loop guard beyond stop_hook_active.
 	MaxStopContinuations int
@@ -167,9 +169,13 @@ func (b *Bridge) dispatch(c call) (Merged, []Output, bool) {
 		return Merged{}, nil, false
 	}
 	payload := b.payload(c, cwd)
-	env := map[string]string{"CLAUDE_PROJECT_DIR": cwd, "DSH_PROJECT_DIR": cwd}
-	if b.o.Dialect == Codex {
-		env = map[string]string{"DSH_PROJECT_DIR": cwd}
+	env := make(map[string]string, len(b.o.Env)+2)
+	for k, v := range b.o.Env {
+		env[k] = v
+	}
+	env["DSH_PROJECT_DIR"] = cwd
+	if b.o.Dialect != Codex {
+		env["CLAUDE_PROJECT_DIR"] = cwd
 	}
 	turn, durable := 0, false
 	if c.a != nil {

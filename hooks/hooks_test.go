@@ -46,8 +46,12 @@ func testdata(t *testing.T, name string) string {
 	return p
 }
 
-// rigMode, when set, is the permission mode source of the rigs built.
-var rigMode func(session.ID) string
+// rigMode, when set, is the permission mode source of the rigs built;
+// rigEnv their settings env.
+var (
+	rigMode func(session.ID) string
+	rigEnv  map[string]string
+)
 
 // newRig builds a host with the real bash tool, a scripted model and a
 // Claude (or Codex) bridge reading a project settings file with cfg.
@@ -82,7 +86,7 @@ func newRig(t *testing.T, dialect, cfg string, approver tool.Approver, entries .
 	_, proj := hooks.Files(dialect, "", dir)
 	conf := hooks.Load(dialect, nil, proj)
 	b := hooks.New(hooks.Options{Dialect: dialect, Config: func(string) *hooks.Config { return &conf },
-		Runner: hooks.Runner{Exec: exec}, Trusted: func(string) bool { return true }, Mode: rigMode}, h.Agents)
+		Runner: hooks.Runner{Exec: exec}, Trusted: func(string) bool { return true }, Mode: rigMode, Env: rigEnv}, h.Agents)
 	if err := b.Install(h.Scope, h.Tools, h.Sessions, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -476,5 +480,23 @@ func TestNotificationPayload(t *testing.T) {
 	}
 	if p["hook_event_name"] != "Notification" || p["session_id"] != string(r.agent.Session().ID()) || p["permission_mode"] != "acceptEdits" {
 		t.Fatalf("notification payload %v", p)
+	}
+}
+
+// TestHookEnvFromSettings: hooks run with the settings' env, and the
+// project directory variables win over it.
+func TestHookEnvFromSettings(t *testing.T) {
+	logf := filepath.Join(t.TempDir(), "env.log")
+	rigEnv = map[string]string{"DSH_TEST_HOOKVAR": "from-settings", "DSH_PROJECT_DIR": "spoofed"}
+	defer func() { rigEnv = nil }()
+	cmd := `echo "$DSH_TEST_HOOKVAR $DSH_PROJECT_DIR" > ` + logf
+	r := newRig(t, hooks.Claude, hookCfg("UserPromptSubmit", "", cmd, 0), nil, scripted.Text("ok"))
+	r.run(t, "go")
+	b, err := os.ReadFile(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != "from-settings "+r.dir {
+		t.Fatalf("hook saw %q, want the settings' variable and the real project dir", got)
 	}
 }

@@ -79,7 +79,7 @@ func (t *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if a.RunInBackground {
 		return t.start(ctx, call.Host, a.Command, dir)
 	}
-	res, err := t.s.exec.Run(ctx, bash.ExecRequest{Command: a.Command, Workdir: dir, Timeout: timeout})
+	res, err := t.s.exec.Run(ctx, bash.ExecRequest{Command: a.Command, Workdir: dir, Timeout: timeout, Env: t.s.env})
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -96,6 +96,7 @@ func (t *bashTool) start(ctx context.Context, h tool.Host, command, dir string) 
 	task, err := t.s.exec.Start(ctx, bash.ExecRequest{
 		Command: command,
 		Workdir: dir,
+		Env:     t.s.env,
 		Owner:   owner(h),
 		OnDone:  t.s.notifier(h),
 	})

@@ -50,13 +50,16 @@ type Options struct {
 	// that could not be delivered to a live agent, tasks that would not die
 	// at disposal. Default: slog.Default().
 	Logger *slog.Logger
+	// Env is added to every command's environment (the settings' "env"):
+	// the user's own choices, so they win over the credential scrub.
+	Env map[string]string
 }
 
 // Tools returns bash, bash_output and bash_kill over exec, in that order.
 // They share the bookkeeping that ties each agent's background tasks to the
 // agent's lifetime, so register all three together.
 func Tools(exec bash.Executor, opts Options) []tool.Tool {
-	s := &state{exec: exec, log: opts.Logger, scopes: map[*kernel.Scope]bool{}}
+	s := &state{exec: exec, log: opts.Logger, env: opts.Env, scopes: map[*kernel.Scope]bool{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -66,6 +69,7 @@ func Tools(exec bash.Executor, opts Options) []tool.Tool {
 // state is shared by the three tools of one Tools call.
 type state struct {
 	exec bash.Executor
+	env  map[string]string
 	log  *slog.Logger
 
 	mu     sync.Mutex
