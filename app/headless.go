@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
 )
 
 // Exit codes of headless runs. They are part of dsh's scripting contract.
@@ -90,6 +92,9 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 		hd, err = a.Start(ctx, nil)
 	}
 	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidID) {
+			return ExitUsage, err // a bad --resume id: nothing ran
+		}
 		return ExitError, err
 	}
 	ag := hd.Agent

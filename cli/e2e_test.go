@@ -627,6 +627,13 @@ func TestHeadlessDemoChosenByName(t *testing.T) {
 	if out, code := run("DSH_MODEL="); code != 2 || !strings.Contains(out, "no model is configured") {
 		t.Fatalf("no model: exit %d: %s", code, out)
 	}
+	// Resuming a session that does not exist is a usage error: nothing ran.
+	rc := exec.Command(dshBin, "-p", "-r", "no-such-session", "hello")
+	rc.Dir = dir
+	rc.Env = append(os.Environ(), "DSH_HOME="+home, "DSH_MODEL=demo")
+	if out, err := rc.CombinedOutput(); err == nil || err.(*exec.ExitError).ExitCode() != 2 || !strings.Contains(string(out), "not found") {
+		t.Fatalf("-r of an unknown session: %v %s", err, out)
+	}
 	cmd := exec.Command(dshBin, "-p")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DSH_MODEL=demo")
