@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/dshq/dsh/tool"
 )
 
@@ -162,6 +164,7 @@ type callArgs struct {
 	Command  string  `json:"command"`
 	Workdir  string  `json:"workdir"`
 	URL      string  `json:"url"`
+	Pattern  string  `json:"pattern"`
 }
 
 func (d *decider) args() callArgs {
@@ -247,7 +250,28 @@ func (d *decider) file() verdict {
 		op = opWrite
 	}
 	abs := absPath(raw, d.cwd)
+	if d.name == toolGlob {
+		abs = globRoot(abs, a.Pattern)
+	}
 	return d.path(d.name, op, abs, resolve(abs), dirTool, false)
+}
+
+// globRoot is the directory a glob really searches: the glob tool moves a
+// pattern's literal leading directories into its root, so "/etc/*" or
+// "../other/**" search there, not under path. The decision is about that
+// directory.
+func globRoot(root, pattern string) string {
+	if pattern == "" || strings.HasPrefix(pattern, "~") {
+		return root
+	}
+	base, _ := doublestar.SplitPattern(pattern)
+	switch {
+	case base == "." || base == "":
+		return root
+	case filepath.IsAbs(base):
+		return filepath.Clean(base)
+	}
+	return filepath.Join(root, base)
 }
 
 // path decides one file access by tool (a pseudo tool "write" or "read"

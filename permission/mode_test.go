@@ -46,6 +46,11 @@ func TestModes(t *testing.T) {
 		{"write denied by Edit(.env)", "write", map[string]string{"file_path": ".env"}, want{D, D, D, D}},
 		{"write without a path", "write", map[string]string{"content": "x"}, want{Q, Q, Q, Q}},
 		{"glob without a path searches the cwd", "glob", map[string]string{"pattern": "**/*.go"}, want{A, A, A, A}},
+		{"glob with a literal subdirectory", "glob", map[string]string{"pattern": "src/**/*.go"}, want{A, A, A, A}},
+		// The glob tool searches a pattern's literal leading directories.
+		{"glob pattern naming an outside directory", "glob", map[string]string{"pattern": e.outside + "/**/*.txt"}, want{Q, Q, Q, A}},
+		{"glob pattern climbing out with ..", "glob", map[string]string{"pattern": "../elsewhere/*"}, want{Q, Q, Q, A}},
+		{"glob pattern into a denied directory", "glob", map[string]string{"pattern": filepath.Join(e.home, ".ssh") + "/*"}, want{D, D, D, D}},
 		{"grep outside", "grep", map[string]string{"pattern": "x", "path": e.outside}, want{Q, Q, Q, A}},
 		{"ls a denied directory", "ls", map[string]string{"path": filepath.Join(e.home, ".ssh")}, want{D, D, D, D}},
 		{"grep above a denied directory", "grep", map[string]string{"pattern": "KEY", "path": e.home}, want{Q, Q, Q, Q}},
