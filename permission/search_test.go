@@ -146,10 +146,16 @@ func testSearchToolsWithhold(t *testing.T, engine search.Engine) {
 	out = r.run("s1", "ls", map[string]any{"path": r.env.home})
 	mustContain(t, "ls ~", out, "notes.txt", "(1 entry withheld")
 	mustLack(t, "ls ~", out, ".ssh", "id_rsa")
-	// A glob whose pattern names the denied directory (the decision looks
-	// at the path argument, here the project).
-	out = r.run("s1", "glob", map[string]any{"pattern": filepath.Join(r.env.home, ".ssh", "*")})
-	mustContain(t, "glob ~/.ssh/*", out, "(1 matching file withheld")
+	// A glob whose pattern names the denied directory is decided on that
+	// directory (the glob searches there), so it is refused outright.
+	gc := call("glob", map[string]any{"pattern": filepath.Join(r.env.home, ".ssh", "*")})
+	gc.Host = &fakeHost{cwd: r.env.root, sid: "s1", scope: kernel.NewScope("agent")}
+	res := r.reg.Execute(context.Background(), gc, tool.ExecOptions{})
+	out = llm.TextOf(res.Result.Content)
+	if !res.Result.IsError {
+		t.Errorf("glob ~/.ssh/* was not refused: %s", out)
+	}
+	mustContain(t, "glob ~/.ssh/*", out, "denies read")
 	mustLack(t, "glob ~/.ssh/*", out, "id_rsa")
 }
 
