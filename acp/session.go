@@ -838,31 +838,15 @@ func (r *sess) await(p *promptSlot) (sdk.PromptResponse, error) {
 		// log is balanced; answer cancelled regardless after the grace.
 		t := time.NewTimer(s.o.CancelGrace)
 		defer t.Stop()
-		// The agent's Cancel drops input still queued without waking
-		// WhenIdle: its quiescence is looked for here as well (the prompt's
-		// input was queued before await, so a quiet agent has consumed or
-		// dropped it).
-		poll := time.NewTicker(50 * time.Millisecond)
-		defer poll.Stop()
-	wait:
-		for {
-			if quiet(r.ag) {
-				r.settleFromLog(p)
-				break
-			}
-			select {
-			case <-p.done:
-				break wait
-			case <-idle:
-				r.settleFromLog(p)
-				break wait
-			case <-s.done:
-				break wait
-			case <-t.C:
-				s.log.Warn("acp: cancelled turn did not close in time", "session", r.id)
-				break wait
-			case <-poll.C:
-			}
+		// A cancel that drops the prompt's still-queued input releases
+		// WhenIdle (the loop does), so idle fires for that case too.
+		select {
+		case <-p.done:
+		case <-idle:
+			r.settleFromLog(p)
+		case <-s.done:
+		case <-t.C:
+			s.log.Warn("acp: cancelled turn did not close in time", "session", r.id)
 		}
 		p.settle(sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dshq/dsh/permission"
@@ -16,18 +17,7 @@ import (
 // Interactive runs ask once per change of those files; headless and ACP
 // runs need --trust (which records the trust) or an earlier answer.
 func projectTrust(stdio IO, home, cwd string, flagTrust bool) (bool, error) {
-	files := trust.ProjectFiles(cwd)
-	store := &trust.Store{Path: filepath.Join(home, "trust.json")}
-	present := false
-	for _, f := range files {
-		if fileExists(f) {
-			present = true
-		}
-	}
-	if !present {
-		return true, nil // nothing a project could smuggle in
-	}
-	ok, err := store.IsTrusted(cwd, files...)
+	ok, files, store, err := storedTrust(home, cwd)
 	if err != nil {
 		return false, fmt.Errorf("reading the trust list: %w", err)
 	}
@@ -126,21 +116,24 @@ func splitRules(vals []string) []string {
 	return out
 }
 
+// storedTrust reports whether dir's project files may apply without
+// asking: it has none (nothing a project could smuggle in), or the user
+// trusted exactly these files before. It also returns the files and the
+// store, for recording a new answer.
+func storedTrust(home, dir string) (bool, []string, *trust.Store, error) {
+	files := trust.ProjectFiles(dir)
+	store := &trust.Store{Path: filepath.Join(home, "trust.json")}
+	if !slices.ContainsFunc(files, fileExists) {
+		return true, files, store, nil
+	}
+	ok, err := store.IsTrusted(dir, files...)
+	return ok, files, store, err
+}
+
 // trustedElsewhere reports whether dir's project files may take effect for
 // a session recorded there (a resumed session of another directory): only
 // when dir has none or the user trusted it before. It never prompts.
 func trustedElsewhere(home, dir string) bool {
-	files := trust.ProjectFiles(dir)
-	present := false
-	for _, f := range files {
-		if fileExists(f) {
-			present = true
-		}
-	}
-	if !present {
-		return true
-	}
-	store := &trust.Store{Path: filepath.Join(home, "trust.json")}
-	ok, err := store.IsTrusted(dir, files...)
+	ok, _, _, err := storedTrust(home, dir)
 	return err == nil && ok
 }

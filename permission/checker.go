@@ -403,11 +403,7 @@ func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decisi
 	if cwd == "" {
 		cwd = c.cwd
 	}
-	sid := ""
-	if call.Host != nil {
-		sid = call.Host.SessionID()
-	}
-	mode, rules := c.rulesFor(sid)
+	mode, rules := c.rulesFor(sessionOf(call))
 	d := &decider{c: c, mode: mode, rules: rules, cwd: filepath.Clean(cwd), call: call, name: canonical(call.Name)}
 	v := d.decide()
 	out := Decision{Behavior: v.behavior, Mode: mode, Reason: v.reason, Suggest: v.suggest}

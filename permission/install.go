@@ -173,6 +173,7 @@ func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
 	return errors.Join(errs...)
 }
 
+// sessionOf is the session a call runs in ("" outside any agent).
 func sessionOf(call tool.Call) string {
 	if call.Host != nil {
 		return call.Host.SessionID()
@@ -244,10 +245,7 @@ func (t *exitPlanTool) Info() tool.Info {
 // Run leaves plan mode: it only runs once the user approved the plan.
 func (t *exitPlanTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	c := t.c
-	id := ""
-	if call.Host != nil {
-		id = call.Host.SessionID()
-	}
+	id := sessionOf(call)
 	// Plan mode ends where it was set: the session's own mode, an
 	// ancestor's (a subagent planning for its parent), or the checker's.
 	c.mu.Lock()

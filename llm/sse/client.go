@@ -720,21 +720,9 @@ func snippet(b []byte) []byte {
 	return b
 }
 
-// BaseURL checks and normalises a provider's API root: trimmed, an
-// absolute http(s) URL with a host, no fragment, its path without a
-// trailing slash; a query string (Azure's ?api-version=…) is kept. pkg names
-// the adapter in the error. Join an API path to it with [Endpoint], not by
-// concatenation, which would append the path to the query.
-func BaseURL(pkg, provider, raw string) (string, error) {
-	u, err := parseBase(pkg, provider, raw)
-	if err != nil {
-		return "", err
-	}
-	return u.String(), nil
-}
-
-// Endpoint checks a provider's API root as [BaseURL] does and joins path
-// (for instance "chat/completions") to its path, keeping its query string:
+// Endpoint checks a provider's API root (an absolute http(s) URL with a
+// host and no fragment; pkg names the adapter in the error) and joins path
+// to its path, keeping its query string, which concatenation would not:
 // "https://x.example/openai/deployments/d?api-version=1" and
 // "chat/completions" give
 // "https://x.example/openai/deployments/d/chat/completions?api-version=1".

@@ -224,8 +224,8 @@ func TestEndpoint(t *testing.T) {
 			t.Errorf("Endpoint(%q) = %q, %v; want %q", raw, got, err, want)
 		}
 	}
-	if got, err := BaseURL("openai", "p", "https://x.example/v1/?api-version=1"); err != nil || got != "https://x.example/v1?api-version=1" {
-		t.Errorf("BaseURL = %q, %v", got, err)
+	if got, err := Endpoint("openai", "p", "https://x.example/v1/?api-version=1", "models"); err != nil || got != "https://x.example/v1/models?api-version=1" {
+		t.Errorf("Endpoint of a root with a trailing slash and a query = %q, %v", got, err)
 	}
 	for raw, why := range map[string]string{
 		"ftp://x":            "not an http(s) URL",
