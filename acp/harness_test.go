@@ -313,7 +313,7 @@ func (h *harness) events(id sdk.SessionId) (session.Header, []session.Event) {
 	}
 	scope := kernel.NewScope("test")
 	defer scope.Close()
-	c, err := store.Attach(scope, session.NewStore(nil), b, store.Options{})
+	c, err := store.Attach(scope, session.NewLive(nil), b, store.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

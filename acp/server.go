@@ -491,7 +491,7 @@ func (s *Server) store() (*store.Coordinator, error) {
 		return nil, internalError("opening the session store: %v", err)
 	}
 	scope := kernel.NewScope("acp-catalog")
-	c, err := store.Attach(scope, session.NewStore(nil), b, store.Options{})
+	c, err := store.Attach(scope, session.NewLive(nil), b, store.Options{})
 	if err != nil {
 		_ = scope.Close()
 		return nil, internalError("opening the session store: %v", err)

@@ -90,7 +90,7 @@ type Options struct {
 // App is a composed application.
 type App struct {
 	Host  *core.Host
-	Store *store.Coordinator
+	Coordinator *store.Coordinator
 	// Model is the resolved model reference; Demo says it is the offline
 	// demo model.
 	Model string
@@ -154,7 +154,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return fail(err)
 	}
-	a.Store = coord
+	a.Coordinator = coord
 	_ = h.Scope.Add(h.Agents.SetLoader(coord))
 	// A disposed agent's session is written out (its loop flushed at exit)
 	// and released: its lock and buffers go, so a long-running server does
@@ -368,7 +368,7 @@ func (a *App) Resume(ctx context.Context, id session.ID, approver tool.Approver)
 
 // Latest returns the most recently active session of the working directory.
 func (a *App) Latest(ctx context.Context) (session.ID, error) {
-	infos, err := a.Store.List(ctx, store.Query{Cwd: a.opts.Cwd})
+	infos, err := a.Coordinator.List(ctx, store.Query{Cwd: a.opts.Cwd})
 	if err != nil {
 		return "", err
 	}

@@ -52,7 +52,7 @@ func openNamedStore(home, name string) (*store.Coordinator, func(), error) {
 		return nil, nil, err
 	}
 	scope := kernel.NewScope("sessions")
-	c, err := store.Attach(scope, session.NewStore(nil), b, store.Options{})
+	c, err := store.Attach(scope, session.NewLive(nil), b, store.Options{})
 	if err != nil {
 		_ = scope.Close()
 		return nil, nil, err

@@ -33,7 +33,7 @@ type Options struct {
 // Host is a running spine.
 type Host struct {
 	Scope    *kernel.Scope
-	Sessions *session.Store
+	Sessions *session.Live
 	LLM      *llm.Service
 	Tools    *tool.Registry
 	Prompt   *prompt.Builder
@@ -53,7 +53,7 @@ func New(opts Options) (*Host, error) {
 	}
 	h := &Host{
 		Scope:    kernel.NewScope("host"),
-		Sessions: session.NewStore(opts.Clock),
+		Sessions: session.NewLive(opts.Clock),
 		LLM:      llm.NewService(),
 		Tools:    tool.NewRegistry(),
 		Prompt:   prompt.New(),

@@ -49,7 +49,7 @@ func BenchmarkHookOverhead(b *testing.B) {
 			scope := kernel.NewScope("bench")
 			defer scope.Close()
 			br := hooks.New(hooks.Options{Dialect: hooks.Claude, Config: func(string) *hooks.Config { return &conf }, Runner: hooks.Runner{Exec: exec}}, agent.NewRegistry())
-			if err := br.Install(scope, reg, session.NewStore(nil), nil); err != nil {
+			if err := br.Install(scope, reg, session.NewLive(nil), nil); err != nil {
 				b.Fatal(err)
 			}
 			call := tool.NewCall("c", "bash", `{"command":"echo hi"}`, nil)

@@ -113,7 +113,7 @@ func New(o Options, agents *agent.Registry) *Bridge {
 
 // Install registers the bridge on the hub, the tool registry, the session
 // store and (optionally) the compactor, for the life of scope.
-func (b *Bridge) Install(scope *kernel.Scope, reg *tool.Registry, sessions *session.Store, comp *compact.Compactor) error {
+func (b *Bridge) Install(scope *kernel.Scope, reg *tool.Registry, sessions *session.Live, comp *compact.Compactor) error {
 	hub := b.agents.Hub
 	name := kernel.Named("hooks-" + b.o.Dialect)
 	adds := []func(){

@@ -20,7 +20,7 @@ func TestCancelOfQueuedInputReleasesWaiters(t *testing.T) {
 	ctx := context.Background()
 	scope := kernel.NewScope("t")
 	defer scope.Close()
-	s, err := session.NewStore(nil).Create(ctx, scope, "s", session.Options{})
+	s, err := session.NewLive(nil).Create(ctx, scope, "s", session.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

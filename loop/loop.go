@@ -30,7 +30,7 @@ import (
 // Deps are the services the loop composes.
 type Deps struct {
 	Agents   *agent.Registry
-	Sessions *session.Store
+	Sessions *session.Live
 	LLM      *llm.Service
 	Tools    *tool.Registry
 	Prompt   *prompt.Builder

@@ -14,7 +14,7 @@ import (
 	"github.com/dshq/dsh/llm"
 )
 
-// Notifier receives every appended event; the [Store] installs one that
+// Notifier receives every appended event; the [Live] installs one that
 // emits its Appended signal.
 type Notifier func(ctx context.Context, s *Session, e Event) error
 

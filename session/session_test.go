@@ -303,7 +303,7 @@ func TestReentrantAppendIsDeliveredInOrder(t *testing.T) {
 }
 
 func TestReentrantChainAndErrorGoesToDeliverer(t *testing.T) {
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	s, err := st.Create(ctx, kernel.NewScope("t"), "s", session.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func TestReentrantChainAndErrorGoesToDeliverer(t *testing.T) {
 }
 
 func TestConcurrentAppendsAreDeliveredInSeqOrder(t *testing.T) {
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	s, err := st.Create(ctx, kernel.NewScope("t"), "s", session.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +427,7 @@ func TestSeedIsDeepCopiedAndNotAnnounced(t *testing.T) {
 		rawEvent(1, session.TypeUserMessage, `{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}`, op(session.AppendOp)),
 		rawEvent(2, session.TypeAssistantMessage, `{"turn":1,"step":1,"content":[{"type":"text","text":"yo"}]}`, op(session.AppendOp), 1),
 	}
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	notified := 0
 	st.Appended.Listen(func(context.Context, session.Appended) error { notified++; return nil })
 	s, err := st.Create(ctx, kernel.NewScope("t"), "s", session.Options{Seed: seed})
@@ -1009,7 +1009,7 @@ func TestBalancedCorruptSurface(t *testing.T) {
 // --- store ----------------------------------------------------------------
 
 func TestStorePrepare(t *testing.T) {
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	s1, err := st.Prepare("", session.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -1047,7 +1047,7 @@ func TestStorePrepare(t *testing.T) {
 }
 
 func TestStoreEnterRejectsStaleDuplicate(t *testing.T) {
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	live, _ := st.Prepare("x", session.Options{})
 	stale, _ := st.Prepare("x", session.Options{}) // prepared before live entered
 	detach, err := st.Enter(live)
@@ -1067,7 +1067,7 @@ func TestStoreEnterRejectsStaleDuplicate(t *testing.T) {
 }
 
 func TestStoreCreateAnnouncesAndNotifies(t *testing.T) {
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	var created []session.ID
 	var appended []int64
 	st.Created.Listen(func(_ context.Context, s *session.Session) error {
@@ -1109,7 +1109,7 @@ func TestStoreCreateAnnouncesAndNotifies(t *testing.T) {
 }
 
 func TestStoreCreateRollsBackWhenCreatedListenerFails(t *testing.T) {
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	boom := errors.New("observer refused")
 	dispose := st.Created.Listen(func(context.Context, *session.Session) error { return boom })
 	appended := 0
@@ -1134,7 +1134,7 @@ func TestStoreCreateRollsBackWhenCreatedListenerFails(t *testing.T) {
 }
 
 func TestStoreFlush(t *testing.T) {
-	st := session.NewStore(fixedClock)
+	st := session.NewLive(fixedClock)
 	s, _ := st.Prepare("x", session.Options{})
 	var mu sync.Mutex
 	var flushed []session.ID

@@ -22,7 +22,7 @@ type Options struct {
 }
 
 // Coordinator is the write path shared by every backend. It mirrors the live
-// sessions of a [session.Store] into a [Backend] and is the persistence
+// sessions of a [session.Live] into a [Backend] and is the persistence
 // service (create, append, load, list, tail) for everything else.
 //
 // Live sessions are written behind: each appended event is deep-copied into
@@ -32,7 +32,7 @@ type Options struct {
 // retries it and nothing is silently lost.
 type Coordinator struct {
 	backend  Backend
-	sessions *session.Store
+	sessions *session.Live
 	opts     Options
 
 	mu      sync.Mutex
@@ -71,7 +71,7 @@ type idLock struct {
 // (write-behind buffering) and Flush (drain), and adopts the sessions already
 // in the store. Closing scope stops listening, drains every buffer and
 // closes the backend; its error joins every failure of that final drain.
-func Attach(scope *kernel.Scope, sessions *session.Store, backend Backend, opts Options) (*Coordinator, error) {
+func Attach(scope *kernel.Scope, sessions *session.Live, backend Backend, opts Options) (*Coordinator, error) {
 	c := &Coordinator{
 		backend:  backend,
 		sessions: sessions,

@@ -40,7 +40,7 @@ func TestRefusedSessionIsNotBuffered(t *testing.T) {
 	ctx := context.Background()
 	scope := kernel.NewScope("t")
 	defer scope.Close()
-	st := session.NewStore(nil)
+	st := session.NewLive(nil)
 	c, err := Attach(scope, st, collidingBackend{}, Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)

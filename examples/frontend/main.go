@@ -3,7 +3,7 @@
 //
 //   - it sends the user's input to an agent (Agent.Send);
 //   - it renders what happens by listening to session events
-//     (session.Store.Appended) and agent status (agent.Hub.Status): here,
+//     (session.Live.Appended) and agent status (agent.Hub.Status): here,
 //     streamed text deltas are written to stdout as they arrive;
 //   - it answers approval requests, by giving the agent a tool.Approver:
 //     here a tool.ApproverFunc that asks on stdout and reads y/N from stdin.

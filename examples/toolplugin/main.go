@@ -1,6 +1,6 @@
 // Command toolplugin shows how to add a tool to dsh: a plugin registers a
 // typed tool into a core.Host, a scripted model (no network, no API key)
-// calls it, and a listener on the session store prints every event the
+// calls it, and a listener on the live session set prints every event the
 // agent appends, so you can see the whole turn as the log records it.
 //
 //	go run ./examples/toolplugin

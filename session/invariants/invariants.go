@@ -267,7 +267,7 @@ func (t *Tracker) byType(e session.Event) error {
 // Install checks every session of st live: existing sessions and new ones
 // are replayed when they enter, each append is checked before other
 // listeners see it, and a violation fails that append.
-func Install(scope *kernel.Scope, st *session.Store) error {
+func Install(scope *kernel.Scope, st *session.Live) error {
 	var mu sync.Mutex
 	trackers := map[*session.Session]*Tracker{}
 	seed := func(s *session.Session) (*Tracker, error) {

@@ -271,9 +271,9 @@ func TestInterruptedClosersSatisfyInvariants(t *testing.T) {
 
 // --- live checking --------------------------------------------------------
 
-func installed(t *testing.T) (*session.Store, *kernel.Scope) {
+func installed(t *testing.T) (*session.Live, *kernel.Scope) {
 	t.Helper()
-	st := session.NewStore(nil)
+	st := session.NewLive(nil)
 	scope := kernel.NewScope("invariants")
 	if err := invariants.Install(scope, st); err != nil {
 		t.Fatal(err)
@@ -381,7 +381,7 @@ func TestInstallRejectsBadSeedAndRollsBack(t *testing.T) {
 }
 
 func TestInstallSeedsSessionsThatEnteredEarlier(t *testing.T) {
-	st := session.NewStore(nil)
+	st := session.NewLive(nil)
 	early, err := st.Create(ctx, kernel.NewScope("owner"), "early", session.Options{Seed: log(turnStart(1), stepStart(1, 1))})
 	if err != nil {
 		t.Fatal(err)

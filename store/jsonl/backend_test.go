@@ -25,7 +25,7 @@ type harness struct {
 	root  string
 	b     *Backend
 	c     *store.Coordinator
-	st    *session.Store
+	st    *session.Live
 	scope *kernel.Scope
 	ctx   context.Context
 }
@@ -36,7 +36,7 @@ func newHarness(t *testing.T, root string, opts Options) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, root: root, b: b, st: session.NewStore(storetest.FixedClock()), scope: kernel.NewScope("test"), ctx: context.Background()}
+	h := &harness{t: t, root: root, b: b, st: session.NewLive(storetest.FixedClock()), scope: kernel.NewScope("test"), ctx: context.Background()}
 	t.Cleanup(func() { _ = h.scope.Close() })
 	if err := invariants.Install(h.scope, h.st); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func loop(b *testing.B, body func()) {
 // OpenFunc opens a backend over dir for benchmarks; noSync turns fsync off.
 type OpenFunc func(dir string, noSync bool) (store.Backend, error)
 
-func benchAttach(b *testing.B, open OpenFunc, dir string, noSync bool, sessions *session.Store) *store.Coordinator {
+func benchAttach(b *testing.B, open OpenFunc, dir string, noSync bool, sessions *session.Live) *store.Coordinator {
 	b.Helper()
 	be, err := open(dir, noSync)
 	if err != nil {
@@ -59,7 +59,7 @@ func benchAttach(b *testing.B, open OpenFunc, dir string, noSync bool, sessions 
 // session, then the flush that makes them durable (one batch).
 func BenchAppendStep(b *testing.B, open OpenFunc, noSync bool) {
 	ctx := context.Background()
-	st := session.NewStore(nil)
+	st := session.NewLive(nil)
 	benchAttach(b, open, b.TempDir(), noSync, st)
 	scope := kernel.NewScope("bench-session")
 	defer scope.Close()

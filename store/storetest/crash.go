@@ -64,7 +64,7 @@ func crashChild(f Factory, dir string, seed uint64) error {
 		return err
 	}
 	scope := kernel.NewScope("crash-child")
-	st := session.NewStore(nil)
+	st := session.NewLive(nil)
 	if err := invariants.Install(scope, st); err != nil {
 		return err
 	}

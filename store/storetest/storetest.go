@@ -65,7 +65,7 @@ type attached struct {
 
 // attach opens a new backend over the env's storage and attaches a
 // coordinator to sessions (nil: API only). Its scope closes at cleanup.
-func (e *env) attach(sessions *session.Store) *attached {
+func (e *env) attach(sessions *session.Live) *attached {
 	e.t.Helper()
 	fb := NewFaulty(e.open())
 	scope := kernel.NewScope("store-test")
@@ -98,10 +98,10 @@ func (e *env) reload(id session.ID) (session.Header, []session.Event) {
 	return h, evs
 }
 
-func newStore() *session.Store { return session.NewStore(FixedClock()) }
+func newStore() *session.Live { return session.NewLive(FixedClock()) }
 
 // live creates a live session in st, owned by a scope closed at cleanup.
-func (e *env) live(st *session.Store, id session.ID, opts session.Options) (*session.Session, *kernel.Scope) {
+func (e *env) live(st *session.Live, id session.ID, opts session.Options) (*session.Session, *kernel.Scope) {
 	e.t.Helper()
 	scope := kernel.NewScope("live-" + string(id))
 	e.t.Cleanup(func() { _ = scope.Close() })
@@ -119,7 +119,7 @@ func (e *env) apply(s *session.Session, ops []Op) {
 	}
 }
 
-func (e *env) flush(st *session.Store, s *session.Session) {
+func (e *env) flush(st *session.Live, s *session.Session) {
 	e.t.Helper()
 	if err := st.FlushSession(e.ctx, s); err != nil {
 		e.t.Fatalf("flush: %v", err)

@@ -149,7 +149,7 @@ func (u *ui) modelCmd(arg string) {
 
 func (u *ui) resumeCmd(arg string) {
 	if arg == "" {
-		infos, err := u.app.Store.List(u.ctx, store.Query{Cwd: u.cwd()})
+		infos, err := u.app.Coordinator.List(u.ctx, store.Query{Cwd: u.cwd()})
 		if err != nil {
 			u.tr.Note(u.st.Err("listing sessions: " + sanitize(err.Error())))
 			return

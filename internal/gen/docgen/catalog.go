@@ -50,7 +50,7 @@ func Owners() []Owner {
 	return []Owner{
 		{Ctor: "agent.NewRegistry().Hub", Value: agent.NewRegistry().Hub},
 		{Ctor: "tool.NewRegistry()", Value: tool.NewRegistry()},
-		{Ctor: "session.NewStore(nil)", Value: session.NewStore(nil)},
+		{Ctor: "session.NewLive(nil)", Value: session.NewLive(nil)},
 		{Ctor: "llm.NewService()", Value: llm.NewService()},
 		{Ctor: "prompt.New()", Value: prompt.New()},
 	}

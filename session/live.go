@@ -16,17 +16,17 @@ type Appended struct {
 	Event   Event
 }
 
-// Store is the registry of live sessions and the owner of their
+// Live is the set of live (in-memory) sessions and the owner of their
 // notification points. Persistence backends, UIs and the invariants checker
 // listen here rather than on individual sessions.
-type Store struct {
+type Live struct {
 	mu       sync.Mutex
 	sessions map[ID]*Session
 	order    []ID
 	counter  int
 	clock    func() time.Time
 
-	// Created fires when a session enters the store (after its seed is in
+	// Created fires when a session enters the set (after its seed is in
 	// place); listeners seed their own view from Session.Events.
 	Created *kernel.Signal[*Session]
 	// Appended fires once per append, in seq order.
@@ -35,12 +35,12 @@ type Store struct {
 	Flush *kernel.Parallel[*Session]
 }
 
-// NewStore returns an empty store. clock may be nil.
-func NewStore(clock func() time.Time) *Store {
+// NewLive returns an empty set. clock may be nil.
+func NewLive(clock func() time.Time) *Live {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Store{
+	return &Live{
 		sessions: map[ID]*Session{},
 		clock:    clock,
 		Created:  kernel.NewSignal[*Session]("session/created"),
@@ -50,7 +50,7 @@ func NewStore(clock func() time.Time) *Store {
 }
 
 // Prepare validates and builds a session without entering it.
-func (st *Store) Prepare(id ID, opts Options) (*Session, error) {
+func (st *Live) Prepare(id ID, opts Options) (*Session, error) {
 	st.mu.Lock()
 	if id == "" {
 		st.counter++
@@ -71,9 +71,9 @@ func (st *Store) Prepare(id ID, opts Options) (*Session, error) {
 	return New(id, opts)
 }
 
-// Enter adds s to the store and wires its notifications; the returned
+// Enter adds s to the set and wires its notifications; the returned
 // function detaches it.
-func (st *Store) Enter(s *Session) (detach func(), err error) {
+func (st *Live) Enter(s *Session) (detach func(), err error) {
 	st.mu.Lock()
 	if _, dup := st.sessions[s.ID()]; dup {
 		st.mu.Unlock()
@@ -105,11 +105,11 @@ func (st *Store) Enter(s *Session) (detach func(), err error) {
 }
 
 // Announce emits Created for s.
-func (st *Store) Announce(ctx context.Context, s *Session) error { return st.Created.Emit(ctx, s) }
+func (st *Live) Announce(ctx context.Context, s *Session) error { return st.Created.Emit(ctx, s) }
 
 // Create prepares, enters and announces a session; a failing Created
 // listener rolls the entry back. The session is detached when scope closes.
-func (st *Store) Create(ctx context.Context, scope *kernel.Scope, id ID, opts Options) (*Session, error) {
+func (st *Live) Create(ctx context.Context, scope *kernel.Scope, id ID, opts Options) (*Session, error) {
 	s, err := st.Prepare(id, opts)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func (st *Store) Create(ctx context.Context, scope *kernel.Scope, id ID, opts Op
 }
 
 // Get returns a live session.
-func (st *Store) Get(id ID) (*Session, bool) {
+func (st *Live) Get(id ID) (*Session, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s, ok := st.sessions[id]
@@ -137,7 +137,7 @@ func (st *Store) Get(id ID) (*Session, bool) {
 }
 
 // List returns live sessions in entry order.
-func (st *Store) List() []*Session {
+func (st *Live) List() []*Session {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := make([]*Session, 0, len(st.order))
@@ -148,4 +148,4 @@ func (st *Store) List() []*Session {
 }
 
 // FlushSession runs the durability checkpoint for s.
-func (st *Store) FlushSession(ctx context.Context, s *Session) error { return st.Flush.Run(ctx, s) }
+func (st *Live) FlushSession(ctx context.Context, s *Session) error { return st.Flush.Run(ctx, s) }
