@@ -3,24 +3,9 @@ package hooks
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/dshq/dsh/internal/claudemsg"
 )
-
-// toolNames maps dsh tool names to Claude Code's.
-var toolNames = map[string]string{
-	"bash": "Bash", "bash_output": "BashOutput", "bash_kill": "KillShell",
-	"read": "Read", "write": "Write", "edit": "Edit",
-	"glob": "Glob", "grep": "Grep", "ls": "LS",
-	"web_fetch": "WebFetch", "web_search": "WebSearch",
-	"todo_write": "TodoWrite", "subagent": "Task", "exit_plan_mode": "ExitPlanMode",
-}
-
-// argRenames maps dsh argument names to Claude Code's, per tool.
-var argRenames = map[string]map[string]string{
-	"bash":        {"timeoutMs": "timeout"},
-	"bash_output": {"task_id": "bash_id"},
-	"bash_kill":   {"task_id": "shell_id"},
-	"subagent":    {"provider": "subagent_type"},
-}
 
 // ToolName is the dialect's name for a dsh tool. MCP tools
 // (mcp__server__tool) and unknown tools keep their names.
@@ -34,10 +19,7 @@ func ToolName(dialect, name string) string {
 		}
 		return name
 	}
-	if n, ok := toolNames[name]; ok {
-		return n
-	}
-	return name
+	return claudemsg.ToolName(name)
 }
 
 // ToolInput converts dsh arguments to the dialect's input object.
@@ -56,7 +38,7 @@ func ToolInput(dialect, tool string, args json.RawMessage) json.RawMessage {
 		b, _ := json.Marshal(map[string]string{"command": a.Command})
 		return b
 	}
-	return rename(args, argRenames[tool], false)
+	return claudemsg.ToolInput(tool, args)
 }
 
 // FromToolInput converts a dialect input object (an updatedInput) back to
@@ -65,32 +47,7 @@ func FromToolInput(dialect, tool string, input json.RawMessage) json.RawMessage 
 	if dialect == Codex {
 		return input
 	}
-	return rename(input, argRenames[tool], true)
-}
-
-func rename(obj json.RawMessage, names map[string]string, reverse bool) json.RawMessage {
-	if len(names) == 0 {
-		return obj
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(obj, &m) != nil {
-		return obj
-	}
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		nk := k
-		for from, to := range names {
-			if !reverse && k == from {
-				nk = to
-			}
-			if reverse && k == to {
-				nk = from
-			}
-		}
-		out[nk] = v
-	}
-	b, _ := json.Marshal(out)
-	return b
+	return claudemsg.FromToolInput(tool, input)
 }
 
 // patchText renders an edit or write as Codex's apply_patch envelope so a
