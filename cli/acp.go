@@ -37,6 +37,9 @@ Zed (settings.json):
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			if err := privateHome(stdio, h); err != nil {
+				return usageErr("creating %s: %v", h, err)
+			}
 			if mode != "" && !contains(settings.Modes, mode) {
 				return usageErr("unknown --permission-mode %q (want one of %s)", mode, strings.Join(settings.Modes, ", "))
 			}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 )
@@ -159,13 +161,21 @@ func home(env func(string) string) (string, error) {
 	return filepath.Join(u, ".dsh"), nil
 }
 
+// privateHome makes $DSH_HOME private (see package private), saying on
+// stderr what it had to tighten.
+func privateHome(stdio IO, dir string) error {
+	return private.Home(dir, func(path string, old, now fs.FileMode, err error) {
+		fmt.Fprintln(stdio.Err, "dsh: "+private.Describe(path, old, now, err))
+	})
+}
+
 // logger writes to $DSH_HOME/logs/dsh.log: never to stdout, never
 // interleaved with the UI.
 func logger(dir string, verbose bool) (*slog.Logger, func(), error) {
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+	if err := private.MkdirAll(filepath.Join(dir, "logs")); err != nil {
 		return nil, nil, fmt.Errorf("creating the log directory: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "logs", "dsh.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := private.OpenFile(filepath.Join(dir, "logs", "dsh.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the log file: %w", err)
 	}
@@ -181,6 +191,9 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	h, err := home(stdio.Env)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
+	}
+	if err := privateHome(stdio, h); err != nil {
+		return nil, nil, usageErr("creating %s: %v", h, err)
 	}
 	cwd, err := os.Getwd()
 	if err != nil {

@@ -38,6 +38,9 @@ func storeChoice(stdio IO, settingsFile string) (dshHome, name string, err error
 	if err != nil {
 		return "", "", usageErr("%v", err)
 	}
+	if err := privateHome(stdio, h); err != nil {
+		return "", "", usageErr("creating %s: %v", h, err)
+	}
 	_, sources, err := settings.Load(settings.Paths{Home: h, Flag: settingsFile})
 	if err != nil {
 		return "", "", err

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/internal/eventjson"
@@ -171,10 +172,7 @@ func (b *Backend) ensureDir(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
+	if err := private.Mkdir(dir); err != nil {
 		return err
 	}
 	return b.syncDir(parent)
@@ -454,7 +452,7 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	if err := b.ensureDir(bucket); err != nil {
 		return fmt.Errorf("jsonl: %w", err)
 	}
-	tmp, err := os.CreateTemp(bucket, ".materialize-*.tmp")
+	tmp, err := private.CreateTemp(bucket, ".materialize-*.tmp")
 	if err != nil {
 		return fmt.Errorf("jsonl: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/internal/eventjson"
@@ -93,7 +94,7 @@ func (x *index) append(recs []record) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.f == nil {
-		f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := private.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 		if err != nil {
 			return
 		}
@@ -199,7 +200,7 @@ func (x *index) rewriteLocked(recs []record) (int64, error) {
 		}
 		buf = append(append(buf, line...), '\n')
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(x.path), ".index-*.tmp")
+	tmp, err := private.CreateTemp(filepath.Dir(x.path), ".index-*.tmp")
 	if err != nil {
 		return 0, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/internal/eventjson"
@@ -102,11 +103,14 @@ func Open(path string, opts Options) (*Backend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		if err := private.MkdirAll(filepath.Dir(abs)); err != nil {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 		b.path = abs
 		b.lockRoot = abs + "-locks"
+		if err := createPrivate(abs); err != nil {
+			return nil, err
+		}
 	}
 	syncMode := "FULL"
 	if opts.NoSync {
@@ -133,6 +137,20 @@ func Open(path string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// createPrivate creates the database file 0600 before SQLite opens it, and
+// tightens an existing one and its WAL and SHM. SQLite would create the file
+// 0644 (less the umask); it creates the WAL and SHM with the mode of the
+// database file, so a private database keeps them private too.
+func createPrivate(path string) error {
+	f, err := private.OpenFile(path, os.O_RDONLY|os.O_CREATE)
+	if err != nil {
+		return fmt.Errorf("sqlite: creating the session database %s: %w", path, err)
+	}
+	f.Close()
+	private.TightenAll(nil, path+"-wal", path+"-shm")
+	return nil
 }
 
 // withTx runs fn in a BEGIN IMMEDIATE transaction (taking the write lock up

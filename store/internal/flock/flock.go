@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dshq/dsh/internal/private"
 )
 
 // HeldError reports a lock held by someone else.
@@ -35,11 +37,11 @@ type Lock struct {
 // Acquire takes the lock at path without blocking, creating the file (and
 // its directory, mode 0700) when needed.
 func Acquire(path string) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := private.MkdirAll(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := private.OpenFile(path, os.O_RDWR|os.O_CREATE)
 		if err != nil {
 			return nil, err
 		}

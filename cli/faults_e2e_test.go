@@ -1,0 +1,214 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Helpers: a model server that can act between requests, and
+// a way to run the binary under a chosen umask or inside a private mount
+// namespace (see tmpfs_e2e_test.go).
+
+// actingModel is the DeepSeek-format server of e2e_test.go plus a hook that
+// runs before request n (1-based) is answered, while dsh waits for it.
+type actingModel struct {
+	deepseek
+	mu      sync.Mutex
+	n       int
+	before  func(n int)
+	history []int // request numbers answered
+}
+
+func (m *actingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	m.n++
+	n := m.n
+	m.history = append(m.history, n)
+	before := m.before
+	m.mu.Unlock()
+	if before != nil {
+		before(n)
+	}
+	m.deepseek.ServeHTTP(w, r)
+}
+
+func (m *actingModel) requestCount() int {
+	m.deepseek.mu.Lock()
+	defer m.deepseek.mu.Unlock()
+	return len(m.deepseek.requests)
+}
+
+func newActingModel(t *testing.T, replies ...string) (*actingModel, string) {
+	m := &actingModel{deepseek: deepseek{replies: replies}}
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	return m, srv.URL
+}
+
+// invocation is one run of the dsh binary.
+type invocation struct {
+	dir, home, baseURL, stdin string
+	umask                     string   // e.g. "022"; "" keeps the test's
+	ns                        *tmpfs   // run inside this mount namespace
+	env                       []string // extra variables
+}
+
+func (iv invocation) run(t *testing.T, args ...string) run {
+	t.Helper()
+	argv := append([]string{dshBin}, args...)
+	if iv.umask != "" {
+		argv = append([]string{"sh", "-c", `umask ` + iv.umask + `; exec "$0" "$@"`}, argv...)
+	}
+	if iv.ns != nil {
+		argv = append(iv.ns.enter(iv.dir), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = iv.dir
+	cmd.Env = append(os.Environ(), "DSH_HOME="+iv.home, "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL="+iv.baseURL,
+		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "DSH_MODEL=")
+	cmd.Env = append(cmd.Env, iv.env...)
+	cmd.Stdin = strings.NewReader(iv.stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return run{out.String(), errb.String(), code}
+}
+
+// modes walks root and returns the permission bits of everything in it.
+func modes(t *testing.T, root string) map[string]fs.FileMode {
+	t.Helper()
+	out := map[string]fs.FileMode{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = fi.Mode()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkPrivate fails for every file of root not 0600 and every directory
+// not 0700.
+func checkPrivate(t *testing.T, root string, m map[string]fs.FileMode) {
+	t.Helper()
+	for p, mode := range m {
+		switch {
+		case p == ".":
+			// The test's own temporary directory.
+		case mode.IsDir() && mode.Perm() != 0o700:
+			t.Errorf("%s: directory mode %04o, want 0700", filepath.Join(root, p), mode.Perm())
+		case mode.IsRegular() && mode.Perm() != 0o600:
+			t.Errorf("%s: file mode %04o, want 0600", filepath.Join(root, p), mode.Perm())
+		}
+	}
+}
+
+func sqliteSettings(t *testing.T, home string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(`{"sessionStore": "sqlite"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every file dsh creates under $DSH_HOME is 0600 and every directory 0700
+// under umask 022, in both stores: checked while the run is in flight (the
+// SQLite WAL and SHM exist only then) and after it.
+func TestHomeIsPrivate(t *testing.T) {
+	for _, store := range []string{"jsonl", "sqlite"} {
+		t.Run(store, func(t *testing.T) {
+			dir, home := t.TempDir(), t.TempDir()
+			if store == "sqlite" {
+				sqliteSettings(t, home)
+			}
+			var during map[string]fs.FileMode
+			m, url := newActingModel(t,
+				toolReply("call_1", "bash", map[string]string{"command": "echo hi", "description": "say hi"}),
+				textReply("done"))
+			m.before = func(n int) {
+				if n == 2 {
+					during = modes(t, home)
+				}
+			}
+			r := invocation{dir: dir, home: home, baseURL: url, umask: "022"}.run(t,
+				"-p", "--model", "deepseek/deepseek-chat", "--allowedTools", "Bash(echo:*)", "say hi")
+			if r.code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+			}
+			if store == "sqlite" {
+				for _, f := range []string{"sessions.db", "sessions.db-wal", "sessions.db-shm"} {
+					if _, ok := during[f]; !ok {
+						t.Errorf("%s did not exist during the run: %v", f, during)
+					}
+				}
+			}
+			checkPrivate(t, home, during)
+			after := modes(t, home)
+			checkPrivate(t, home, after)
+			if len(after) < 4 {
+				t.Fatalf("suspiciously few files under the home: %v", after)
+			}
+		})
+	}
+}
+
+// State left world-readable by an older dsh (or by hand) is tightened, and
+// stderr says what was changed.
+func TestHomeWiderModesAreTightened(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	sqliteSettings(t, home)
+	_, url := newActingModel(t, textReply("one"), textReply("two"))
+	iv := invocation{dir: dir, home: home, baseURL: url}
+	if r := iv.run(t, "-p", "--model", "deepseek/deepseek-chat", "hello"); r.code != 0 {
+		t.Fatalf("first run: %+v", r)
+	}
+	db := filepath.Join(home, "sessions.db")
+	for _, p := range []string{home, db, filepath.Join(home, "logs")} {
+		mode := fs.FileMode(0o644)
+		if fi, _ := os.Stat(p); fi.IsDir() {
+			mode = 0o755
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := iv.run(t, "-p", "-c", "--model", "deepseek/deepseek-chat", "again")
+	if r.code != 0 {
+		t.Fatalf("second run: %+v", r)
+	}
+	for _, want := range []string{db + " was readable by other users (mode 0644); tightened to 0600",
+		home + " was readable by other users (mode 0755); tightened to 0700"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q lacks %q", r.stderr, want)
+		}
+	}
+	checkPrivate(t, home, modes(t, home))
+	var res []map[string]any
+	ls := iv.run(t, "sessions", "--json")
+	if err := json.Unmarshal([]byte(ls.stdout), &res); err != nil || len(res) != 1 {
+		t.Fatalf("sessions after tightening: %v %s", err, ls.stdout)
+	}
+}
