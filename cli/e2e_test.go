@@ -103,6 +103,9 @@ type run struct {
 
 func dsh(t *testing.T, dir, home, baseURL string, stdin string, args ...string) run {
 	t.Helper()
+	// t.TempDir makes 0755 directories: make the home private like a real
+	// one, or dsh's first run notes on stderr that it tightened it.
+	_ = os.Chmod(home, 0o700)
 	cmd := exec.Command(dshBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL="+baseURL,
