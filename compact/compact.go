@@ -28,6 +28,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -198,6 +199,12 @@ func (c *Compactor) Install(scope *kernel.Scope) error {
 	}, kernel.Named("compact")))
 }
 
+// log is how compaction records its events: its token may write compact/*
+// and the parts of the loop's vocabulary compaction replaces (the summary's
+// user/message, pruned tool/result) or, for /compact on an idle agent, the
+// one-shot turn around them.
+func log(s *session.Session) session.Writer { return s.Writer(ownership.Compaction) }
+
 // ErrBusy is returned by Compact when the agent is running a turn; the
 // compaction then happens before its next step.
 var ErrBusy = errors.New("compact: agent is busy; compaction will run before its next step")
@@ -216,7 +223,7 @@ func (c *Compactor) Compact(ctx context.Context, a agent.Agent, focus string) (O
 	st := s.Turns()
 	turn := st.Last + 1
 	src := llm.PluginSource("compact")
-	if _, err := s.AppendIf(ctx, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
+	if _, err := log(s).AppendIf(ctx, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
 		session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "compact", Source: &src}}, nil); err != nil {
 		if errors.Is(err, session.ErrCondition) {
 			return Outcome{}, ErrBusy
@@ -228,7 +235,7 @@ func (c *Compactor) Compact(ctx context.Context, a agent.Agent, focus string) (O
 	if err != nil {
 		reason = session.EndReason{Kind: session.EndError, Message: err.Error()}
 	}
-	if _, cerr := s.Append(context.WithoutCancel(ctx), session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason}); cerr != nil && err == nil {
+	if _, cerr := log(s).Append(context.WithoutCancel(ctx), session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason}); cerr != nil && err == nil {
 		err = cerr
 	}
 	return out, err
@@ -262,7 +269,7 @@ func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, syst
 		return Outcome{}, fmt.Errorf("compact: vetoed: %w", err)
 	}
 	bg := context.WithoutCancel(ctx)
-	if _, err := s.Append(bg, TypeStart, Start{Turn: turn, Reason: reason, Focus: focus, Estimate: before}); err != nil {
+	if _, err := log(s).Append(bg, TypeStart, Start{Turn: turn, Reason: reason, Focus: focus, Estimate: before}); err != nil {
 		return Outcome{}, err
 	}
 	out := Outcome{Agent: a, Before: before}
@@ -273,7 +280,7 @@ func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, syst
 		if err != nil {
 			end.Error = err.Error()
 		}
-		if _, aerr := s.Append(bg, TypeEnd, end); aerr != nil && err == nil {
+		if _, aerr := log(s).Append(bg, TypeEnd, end); aerr != nil && err == nil {
 			err = aerr
 		}
 		_ = c.Done.EmitAll(bg, out)
@@ -388,7 +395,7 @@ func (c *Compactor) prune(ctx context.Context, s *session.Session, turn int, cfg
 		note := fmt.Sprintf("\n\n[… %d characters of this old tool result were pruned to save context; re-run the tool if you need them …]\n\n", len(text)-len(head)-len(tail))
 		pr := session.ToolResult{Turn: turn, Step: tr.Step, CallID: tr.CallID, IsError: tr.IsError, Error: tr.Error,
 			Content: []llm.Block{llm.Text(head + note + tail)}}
-		ev, err := s.AppendSurface(ctx, session.TypeToolResult, pr, session.ReplaceOp(n.seq, n.seq), []int64{n.seq})
+		ev, err := log(s).AppendSurface(ctx, session.TypeToolResult, pr, session.ReplaceOp(n.seq, n.seq), []int64{n.seq})
 		if err != nil {
 			return len(seqs), err
 		}
@@ -396,7 +403,7 @@ func (c *Compactor) prune(ctx context.Context, s *session.Session, turn int, cfg
 		saved += n.tokens - EventTokens(ev)
 	}
 	if len(seqs) > 0 {
-		if _, err := s.Append(ctx, TypePrune, Prune{Seqs: seqs, SavedTokens: saved}); err != nil {
+		if _, err := log(s).Append(ctx, TypePrune, Prune{Seqs: seqs, SavedTokens: saved}); err != nil {
 			return len(seqs), err
 		}
 	}
@@ -456,14 +463,14 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 		return Range{}, fmt.Errorf("compact: summary is not smaller than what it replaces (%d estimated tokens >= %d); history left as it was", fTokens, shadowed)
 	}
 	bg := context.WithoutCancel(ctx)
-	sumEv, err := s.Append(bg, TypeSummary, Summary{Summary: summary, ShadowedRange: Range{seqs[0], seqs[len(seqs)-1]},
+	sumEv, err := log(s).Append(bg, TypeSummary, Summary{Summary: summary, ShadowedRange: Range{seqs[0], seqs[len(seqs)-1]},
 		ShadowedSeqs: seqs, ShadowedTokenCount: shadowed, SummaryTokenCount: fTokens})
 	if err != nil {
 		return Range{}, err
 	}
 	start, _ := s.Last(TypeStart)
 	sources := append([]int64{start.Seq, sumEv.Seq}, seqs...)
-	_, err = s.AppendSurface(bg, session.TypeUserMessage, session.Prompt{Content: framed, Source: llm.PluginSource("compact")},
+	_, err = log(s).AppendSurface(bg, session.TypeUserMessage, session.Prompt{Content: framed, Source: llm.PluginSource("compact")},
 		session.ReplaceOp(seqs[0], seqs[len(seqs)-1]), sources)
 	return Range{seqs[0], seqs[len(seqs)-1]}, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/compact"
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -230,7 +231,7 @@ func (b *Bridge) warnOnce(msg string) {
 }
 
 func (b *Bridge) append(c call, typ string, data any) {
-	if _, err := c.a.Session().Append(context.WithoutCancel(c.ctx), typ, data); err != nil {
+	if _, err := c.a.Session().Writer(ownership.Hooks).Append(context.WithoutCancel(c.ctx), typ, data); err != nil {
 		b.o.Logger.Warn("hooks: recording a hook event failed", "type", typ, "err", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/prompt"
@@ -22,10 +23,13 @@ type queued struct {
 
 // loopAgent is one agent and its driver.
 type loopAgent struct {
-	l     *Loop
-	id    agent.ID
-	opts  agent.Options
-	sess  *session.Session
+	l    *Loop
+	id   agent.ID
+	opts agent.Options
+	sess *session.Session
+	// log appends the events the loop owns (turn/*, step/*, assistant/*,
+	// tool/*, …); nothing outside the loop holds its token.
+	log   session.Writer
 	scope *kernel.Scope
 	// prompt is this agent's view of the system prompt: the shared sections
 	// plus its own (the AGENTS.md of its working directory).
@@ -77,7 +81,7 @@ func newAgent(l *Loop, id agent.ID, opts agent.Options, s *session.Session) *loo
 	}
 	a := &loopAgent{
 		prompt: pb,
-		l:      l, id: id, opts: opts, sess: s,
+		l:      l, id: id, opts: opts, sess: s, log: s.Writer(ownership.Loop),
 		scope:      kernel.NewScope("agent " + string(id)),
 		status:     agent.Idle,
 		wake:       make(chan struct{}, 1),
@@ -105,6 +109,11 @@ func (a *loopAgent) Status() agent.Status {
 func (a *loopAgent) AgentID() string   { return string(a.id) }
 func (a *loopAgent) SessionID() string { return string(a.sess.ID()) }
 func (a *loopAgent) Cwd() string       { return a.sess.Cwd() }
+
+// Append is a tool's append: it records only event types no capability
+// owns. A tool that tries to write the loop's own events (turn/end,
+// tool/result, …) gets session.ErrOwned and nothing is written; the
+// loop's own appends go through a.log.
 func (a *loopAgent) Append(ctx context.Context, typ string, data any) error {
 	_, err := a.sess.Append(ctx, typ, data)
 	return err
@@ -176,7 +185,7 @@ func (a *loopAgent) Inject(ctx context.Context, content []llm.Block, src llm.Sou
 		if st.Open {
 			// Land inside the open turn, unless it closes under us or a
 			// step's tools started meanwhile (then hold it).
-			_, err := a.sess.AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open && !a.holdFlag.Load() }, session.TypeContextMessage, prompt, &op)
+			_, err := a.log.AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open && !a.holdFlag.Load() }, session.TypeContextMessage, prompt, &op)
 			if errors.Is(err, session.ErrCondition) {
 				continue
 			}
@@ -184,17 +193,17 @@ func (a *loopAgent) Inject(ctx context.Context, content []llm.Block, src llm.Sou
 		}
 		turn := st.Last + 1
 		s := src
-		_, err := a.sess.AppendIf(ctx, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
+		_, err := a.log.AppendIf(ctx, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
 			session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerInjection, Source: &s}}, nil)
 		if errors.Is(err, session.ErrCondition) {
 			continue // the driver or another injector opened a turn first
 		}
 		opened := a.sess.HasTurnStart(turn)
 		if err == nil {
-			_, err = a.sess.AppendSurface(ctx, session.TypeContextMessage, prompt, session.AppendOp, nil)
+			_, err = a.log.AppendSurface(ctx, session.TypeContextMessage, prompt, session.AppendOp, nil)
 		}
 		if ts := a.sess.Turns(); ts.Open && ts.Last == turn {
-			if _, cerr := a.sess.Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}}); cerr != nil {
+			if _, cerr := a.log.Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}}); cerr != nil {
 				a.l.d.Logger.Warn("turn/end listener failed after an injection", "agent", a.id, "err", cerr)
 			}
 		}

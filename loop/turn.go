@@ -65,7 +65,7 @@ func (t *turnState) closeStep() bool {
 		return failed
 	}
 	t.stepOpen = false
-	if _, err := t.a.sess.Append(t.bg, session.TypeStepEnd, session.StepBoundary{Turn: t.turn, Step: t.step}); err != nil {
+	if _, err := t.a.log.Append(t.bg, session.TypeStepEnd, session.StepBoundary{Turn: t.turn, Step: t.step}); err != nil {
 		t.failTurn(toError(err))
 		return true
 	}
@@ -125,7 +125,7 @@ func (t *turnState) settle(why string) error {
 			}
 			tr := session.ToolResult{Turn: t.turn, Step: t.step, CallID: c.id, Content: []llm.Block{llm.Text(why)}, IsError: true,
 				Error: &session.ErrorInfo{Name: "NotRunError", Code: session.CodeNotRun}}
-			if _, err := t.a.sess.AppendSurface(t.bg, session.TypeToolResult, tr, session.AppendOp, src); err != nil && first == nil {
+			if _, err := t.a.log.AppendSurface(t.bg, session.TypeToolResult, tr, session.AppendOp, src); err != nil && first == nil {
 				first = err
 			}
 		}
@@ -150,7 +150,7 @@ func (t *turnState) releaseHeld() error {
 			return first
 		}
 		for _, m := range items {
-			_, err := a.sess.AppendSurface(t.bg, session.TypeContextMessage, session.Prompt{Content: m.content, Source: m.src}, session.AppendOp, nil)
+			_, err := a.log.AppendSurface(t.bg, session.TypeContextMessage, session.Prompt{Content: m.content, Source: m.src}, session.AppendOp, nil)
 			switch {
 			case err == nil:
 			case m.step:
@@ -179,7 +179,7 @@ func notRunText(disposed bool, cancelled, err error) string {
 }
 
 func (t *turnState) closeTurn() {
-	if _, err := t.a.sess.Append(t.bg, session.TypeTurnEnd, session.TurnEnd{Turn: t.turn, Reason: t.reason}); err != nil {
+	if _, err := t.a.log.Append(t.bg, session.TypeTurnEnd, session.TurnEnd{Turn: t.turn, Reason: t.reason}); err != nil {
 		t.a.l.d.Logger.Warn("turn/end listener failed", "agent", t.a.id, "turn", t.turn, "err", err)
 	}
 }
@@ -239,7 +239,7 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 			}
 			if d.Block {
 				lastBlock = d.Reason
-				if _, err := a.sess.Append(t.bg, session.TypePromptBlocked, session.PromptBlocked{Content: m.content, Source: m.src, Reason: d.Reason}); err != nil {
+				if _, err := a.log.Append(t.bg, session.TypePromptBlocked, session.PromptBlocked{Content: m.content, Source: m.src, Reason: d.Reason}); err != nil {
 					return err
 				}
 				continue
@@ -249,7 +249,7 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 			if d.Content != nil {
 				content = d.Content
 			}
-			if _, err := a.sess.AppendSurface(t.bg, session.TypeUserMessage, session.Prompt{Content: content, Source: m.src}, session.AppendOp, nil); err != nil {
+			if _, err := a.log.AppendSurface(t.bg, session.TypeUserMessage, session.Prompt{Content: content, Source: m.src}, session.AppendOp, nil); err != nil {
 				return err
 			}
 			if d.Context != nil {
@@ -302,7 +302,7 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 			}
 			t.stepOpen = true
 			t.notRun = ""
-			if _, err := a.sess.Append(t.bg, session.TypeStepStart, session.StepBoundary{Turn: turn, Step: t.step}); err != nil {
+			if _, err := a.log.Append(t.bg, session.TypeStepStart, session.StepBoundary{Turn: turn, Step: t.step}); err != nil {
 				clearStep()
 				return err
 			}
@@ -418,7 +418,7 @@ func (a *loopAgent) openTurn(t *turnState, src llm.Source) error {
 			continue
 		}
 		turn := st.Last + 1
-		ev, err := a.sess.AppendIf(t.bg, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
+		ev, err := a.log.AppendIf(t.bg, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
 			session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: &src}}, nil)
 		if errors.Is(err, session.ErrCondition) {
 			continue
@@ -450,7 +450,7 @@ func (a *loopAgent) drainSteering(t *turnState) error {
 	a.mu.Unlock()
 	t.lastDrained = len(items) > 0
 	for i, m := range items {
-		if _, err := a.sess.AppendSurface(t.bg, session.TypeSteeringMessage, session.Steering{Turn: t.turn, Content: m.content, Source: m.src}, session.AppendOp, nil); err != nil {
+		if _, err := a.log.AppendSurface(t.bg, session.TypeSteeringMessage, session.Steering{Turn: t.turn, Content: m.content, Source: m.src}, session.AppendOp, nil); err != nil {
 			a.requeueSteering(items[i+1:])
 			return err
 		}
@@ -517,7 +517,7 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 			if finished {
 				return stepOutcome{}, errChunkAfterFinish
 			}
-			ev, err := a.sess.AppendChunk(t.bg, t.turn, t.step, c)
+			ev, err := a.log.AppendChunk(t.bg, t.turn, t.step, c)
 			if err != nil {
 				return stepOutcome{}, err
 			}
@@ -571,7 +571,7 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 			// waits (released by settle, at the latest in closeStep).
 			a.beginHold()
 		}
-		ev, err := a.sess.AppendSurface(t.bg, session.TypeAssistantMessage, session.AssistantMessage{
+		ev, err := a.log.AppendSurface(t.bg, session.TypeAssistantMessage, session.AssistantMessage{
 			Turn: t.turn, Step: t.step, Content: msg.Content, Usage: as.Usage(), Model: req.Model,
 		}, session.AppendOp, src)
 		if ev.Type != "" {
@@ -666,7 +666,7 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 		Visible:  a.opts.Tools,
 		Approver: a.opts.Approver,
 		OnAsk: func(ctx context.Context, p *tool.Pending) {
-			if _, err := a.sess.Append(t.bg, session.TypeApprovalRequest, session.ApprovalRequest{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Name: p.Call.Name, Reason: p.Decision.Reason}); err != nil {
+			if _, err := a.log.Append(t.bg, session.TypeApprovalRequest, session.ApprovalRequest{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Name: p.Call.Name, Reason: p.Decision.Reason}); err != nil {
 				a.l.d.Logger.Warn("approval/request listener failed", "agent", a.id, "err", err)
 			}
 		},
@@ -675,7 +675,7 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 			if ap.Remember {
 				scope = "session"
 			}
-			if _, err := a.sess.Append(t.bg, session.TypeApprovalAnswer, session.ApprovalAnswer{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Allow: ap.Allow, Scope: scope, Reason: ap.Reason, By: ap.By}); err != nil {
+			if _, err := a.log.Append(t.bg, session.TypeApprovalAnswer, session.ApprovalAnswer{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Allow: ap.Allow, Scope: scope, Reason: ap.Reason, By: ap.By}); err != nil {
 				a.l.d.Logger.Warn("approval/answer listener failed", "agent", a.id, "err", err)
 			}
 		},
@@ -691,7 +691,7 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 		if out.Error != nil {
 			tr.Error = &session.ErrorInfo{Name: out.Error.Name, Code: out.Error.Code}
 		}
-		ev, err := a.sess.AppendSurface(t.bg, session.TypeToolResult, tr, session.AppendOp, []int64{callSeq(t, out.Call.ID)})
+		ev, err := a.log.AppendSurface(t.bg, session.TypeToolResult, tr, session.AppendOp, []int64{callSeq(t, out.Call.ID)})
 		if ev.Type != "" {
 			t.answered(out.Call.ID)
 		}
@@ -712,7 +712,7 @@ func (a *loopAgent) runTools(ctx context.Context, t *turnState, calls []llm.Bloc
 			tc.OriginalArguments = &orig
 			tc.RewrittenBy = p.Decision.By
 		}
-		ev, err := a.sess.Append(t.bg, session.TypeToolCall, tc)
+		ev, err := a.log.Append(t.bg, session.TypeToolCall, tc)
 		if ev.Type != "" {
 			t.callSeqs = append(t.callSeqs, callRef{id: b.ID, seq: ev.Seq})
 			t.called(b.ID, ev.Seq)

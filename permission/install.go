@@ -145,10 +145,7 @@ func joinReasons(a, b string) string {
 // call's tool/call event after the gate, so this lands just before it.
 // Recording is best effort: the decision stands even if the log refuses.
 func (c *Checker) recordDecision(ctx context.Context, call tool.Call, d Decision) {
-	if call.Host == nil {
-		return
-	}
-	_ = call.Host.Append(ctx, EventDecision, DecisionEvent{
+	_ = appendFor(ctx, call, EventDecision, DecisionEvent{
 		CallID: call.ID, Tool: call.Name, Behavior: d.Behavior, Rule: d.Rule,
 		Source: d.Source, Mode: d.Mode, Reason: d.Reason,
 	})
@@ -163,10 +160,7 @@ func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
 	}
 	var errs []error
 	for _, r := range c.remember(sessionOf(out.Call), suggested) {
-		if out.Call.Host == nil {
-			continue
-		}
-		if err := out.Call.Host.Append(ctx, EventRule, RuleEvent{Rule: r.Text, Behavior: Allow, Source: SourceSession}); err != nil {
+		if err := appendFor(ctx, out.Call, EventRule, RuleEvent{Rule: r.Text, Behavior: Allow, Source: SourceSession}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -262,9 +256,7 @@ func (t *exitPlanTool) Run(ctx context.Context, call tool.Call) (tool.Result, er
 		return tool.TextResult(fmt.Sprintf("The user approved the plan. The permission mode is %s: go ahead and implement it.", to)), nil
 	}
 	_ = c.ModeChanged.EmitAll(ctx, ModeChange{Session: owner, From: from, To: to, By: ExitPlanTool})
-	if call.Host != nil {
-		_ = call.Host.Append(ctx, EventMode, ModeEvent{Mode: to, Previous: from, By: ExitPlanTool})
-	}
+	_ = appendFor(ctx, call, EventMode, ModeEvent{Mode: to, Previous: from, By: ExitPlanTool})
 	return tool.TextResult(fmt.Sprintf("The user approved the plan. Plan mode is over; the permission mode is now %s. Go ahead and implement the plan.", to)), nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
@@ -282,7 +283,7 @@ func TestAddSessionRuleRecordsInsideATurn(t *testing.T) {
 	if d := c.Decide(ctx, in, ""); d.Behavior != Allow {
 		t.Errorf("%+v", d)
 	}
-	if _, err := s.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerMessage}}); err != nil {
+	if _, err := s.Writer(ownership.Fixtures).Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerMessage}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.flushPending(ctx, s); err != nil {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/tool"
 )
 
 // Session event types the permission layer records. They are plugin events:
@@ -51,6 +53,25 @@ type ModeEvent struct {
 	Mode     Mode   `json:"mode"`
 	Previous Mode   `json:"previous"`
 	By       string `json:"by"`
+}
+
+// writer records the checker's events: permission/* belongs to the checker,
+// so a tool cannot forge a session rule that a resumed session would grant.
+func writer(s *session.Session) session.Writer { return s.Writer(ownership.Permissions) }
+
+// appendFor records a permission event in the session of call. A host
+// that is an agent is written through the checker's own writer (its tool
+// Append refuses permission/*); any other host records it itself.
+func appendFor(ctx context.Context, call tool.Call, typ string, data any) error {
+	switch h := call.Host.(type) {
+	case nil:
+		return nil
+	case interface{ Session() *session.Session }:
+		_, err := writer(h.Session()).Append(ctx, typ, data)
+		return err
+	default:
+		return h.Append(ctx, typ, data)
+	}
 }
 
 // SessionRules replays a session log's permission/rule events into the
@@ -165,7 +186,7 @@ func (c *Checker) record(ctx context.Context, s *session.Session, ev RuleEvent) 
 	if s == nil {
 		return nil
 	}
-	_, err := s.AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open }, EventRule, ev, nil)
+	_, err := writer(s).AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open }, EventRule, ev, nil)
 	if errors.Is(err, session.ErrCondition) {
 		c.mu.Lock()
 		st := c.sessionLocked(string(s.ID()))
@@ -190,7 +211,7 @@ func (c *Checker) flushPending(ctx context.Context, s *session.Session) error {
 	c.mu.Unlock()
 	var errs []error
 	for _, ev := range pending {
-		if _, err := s.Append(ctx, EventRule, ev); err != nil {
+		if _, err := writer(s).Append(ctx, EventRule, ev); err != nil {
 			errs = append(errs, fmt.Errorf("permission: recording %s: %w", ev.Rule, err))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 )
@@ -152,30 +153,97 @@ func (s *Session) SetNotifier(n Notifier) {
 	s.mu.Unlock()
 }
 
-// Append records a non-surface event.
+// ErrOwned is wrapped by the error for an append of an event type that
+// belongs to a capability (the loop's turn/*, step/*, user/*, assistant/*,
+// tool/*, …; compaction's compact/*; see [Writer]). Nothing was appended.
+var ErrOwned = errors.New("event type is owned by a capability")
+
+// guard refuses typ unless it is unowned or tok may write its namespace.
+func guard(tok *ownership.Token, typ string) error {
+	ns, owned := ownership.Of(typ)
+	if !owned || tok.May(ns) {
+		return nil
+	}
+	return fmt.Errorf("session: refusing to append %q: %s/* events belong to %s, which alone records them: %w",
+		typ, ns, ownership.Owner(ns).Name(), ErrOwned)
+}
+
+// Append records a non-surface event of a type no capability owns (a
+// plugin's or tool's own, such as todo/write). Owned types (turn/end,
+// tool/result, compact/start, …) are refused with [ErrOwned]: only their
+// owner records them, through a [Writer].
 func (s *Session) Append(ctx context.Context, typ string, data any) (Event, error) {
+	return s.Writer(nil).Append(ctx, typ, data)
+}
+
+// AppendIf appends like Append, but only if cond holds for the turn state
+// at the instant of the push; otherwise it returns [ErrCondition]. Plugins
+// use it to record their events only inside an open turn.
+func (s *Session) AppendIf(ctx context.Context, cond func(TurnState) bool, typ string, data any) (Event, error) {
+	return s.Writer(nil).AppendIf(ctx, cond, typ, data, nil)
+}
+
+// Writer appends events on behalf of the holder of a capability token:
+// the types its token may write, and every type nobody owns. The loop,
+// compaction, the subagent service, the hooks bridge and the permission
+// checker each hold one; their tokens live in an internal package, so code
+// outside this module cannot make a Writer that writes owned types (a nil
+// token writes only unowned ones, like [Session.Append]).
+type Writer struct {
+	s   *Session
+	tok *ownership.Token
+}
+
+// Writer returns a writer for tok.
+func (s *Session) Writer(tok *ownership.Token) Writer { return Writer{s: s, tok: tok} }
+
+// Append records a non-surface event.
+func (w Writer) Append(ctx context.Context, typ string, data any) (Event, error) {
+	if err := guard(w.tok, typ); err != nil {
+		return Event{}, err
+	}
 	if SurfaceEligible(typ) {
 		return Event{}, fmt.Errorf("session: event %q is surface-eligible and requires a surfaceOp marker", typ)
 	}
-	return s.append(ctx, typ, data, nil, nil)
+	return w.s.append(ctx, typ, data, nil, nil)
 }
 
 // AppendChunk records one streamed chunk (assistant/chunk). It is the
 // hottest append of all, so it encodes without reflection or boxing.
-func (s *Session) AppendChunk(ctx context.Context, turn, step int, c llm.Chunk) (Event, error) {
+func (w Writer) AppendChunk(ctx context.Context, turn, step int, c llm.Chunk) (Event, error) {
+	if !w.tok.May(ownership.Assistant) {
+		return Event{}, guard(w.tok, TypeAssistantChunk)
+	}
 	p := AssistantChunk{Turn: turn, Step: step, Chunk: c}
-	return s.appendRaw(ctx, nil, TypeAssistantChunk, p.AppendJSON(make([]byte, 0, 96+len(c.Text)+len(c.ArgsDelta))), nil, nil, nil)
+	return w.s.appendRaw(ctx, nil, TypeAssistantChunk, p.AppendJSON(make([]byte, 0, 96+len(c.Text)+len(c.ArgsDelta))), nil, nil, nil)
 }
 
 // AppendSurface records a surface event with its op and provenance.
-func (s *Session) AppendSurface(ctx context.Context, typ string, data any, op SurfaceOp, sources []int64) (Event, error) {
+func (w Writer) AppendSurface(ctx context.Context, typ string, data any, op SurfaceOp, sources []int64) (Event, error) {
+	if err := guard(w.tok, typ); err != nil {
+		return Event{}, err
+	}
 	if !SurfaceEligible(typ) {
 		return Event{}, fmt.Errorf("session: event %q is not surface-eligible", typ)
 	}
 	if sources != nil && len(sources) == 0 {
 		sources = nil
 	}
-	return s.append(ctx, typ, data, &op, sources)
+	return w.s.append(ctx, typ, data, &op, sources)
+}
+
+// AppendIf appends like Append or AppendSurface (op nil: non-surface), but
+// only if cond holds for the turn state at the instant of the push. Agents
+// use it so that two goroutines can never both open a turn, and context is
+// never recorded after the turn it was meant for has closed.
+func (w Writer) AppendIf(ctx context.Context, cond func(TurnState) bool, typ string, data any, op *SurfaceOp) (Event, error) {
+	if err := guard(w.tok, typ); err != nil {
+		return Event{}, err
+	}
+	if (op != nil) != SurfaceEligible(typ) {
+		return Event{}, fmt.Errorf("session: event %q: surfaceOp is required exactly for surface-eligible types", typ)
+	}
+	return w.s.appendCond(ctx, cond, typ, data, op, nil)
 }
 
 // encode turns a payload into JSON text, refusing values that are not JSON
@@ -204,17 +272,6 @@ func encode(typ string, data any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("session: event %q carries non-JSON data: %w", typ, err)
 	}
 	return b, nil
-}
-
-// AppendIf appends like Append or AppendSurface (op nil: non-surface), but
-// only if cond holds for the turn state at the instant of the push. Agents
-// use it so that two goroutines can never both open a turn, and context is
-// never recorded after the turn it was meant for has closed.
-func (s *Session) AppendIf(ctx context.Context, cond func(TurnState) bool, typ string, data any, op *SurfaceOp) (Event, error) {
-	if (op != nil) != SurfaceEligible(typ) {
-		return Event{}, fmt.Errorf("session: event %q: surfaceOp is required exactly for surface-eligible types", typ)
-	}
-	return s.appendCond(ctx, cond, typ, data, op, nil)
 }
 
 // Turns returns the current turn state.

@@ -15,6 +15,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -55,7 +56,7 @@ func text(s string) []llm.Block { return []llm.Block{llm.Text(s)} }
 
 func appendSurface(t tb, s *session.Session, typ string, data any, op session.SurfaceOp, src ...int64) session.Event {
 	t.Helper()
-	e, err := s.AppendSurface(ctx, typ, data, op, src)
+	e, err := s.Writer(ownership.Fixtures).AppendSurface(ctx, typ, data, op, src)
 	if err != nil {
 		t.Fatalf("AppendSurface %s: %v", typ, err)
 	}
@@ -64,7 +65,7 @@ func appendSurface(t tb, s *session.Session, typ string, data any, op session.Su
 
 func appendEvent(t tb, s *session.Session, typ string, data any) session.Event {
 	t.Helper()
-	e, err := s.Append(ctx, typ, data)
+	e, err := s.Writer(ownership.Fixtures).Append(ctx, typ, data)
 	if err != nil {
 		t.Fatalf("Append %s: %v", typ, err)
 	}
@@ -181,11 +182,11 @@ func TestAppendValidation(t *testing.T) {
 		want string // substring
 	}{
 		{"surface-eligible without op", func(s *session.Session) error {
-			_, err := s.Append(ctx, session.TypeUserMessage, session.Prompt{Content: text("x")})
+			_, err := s.Writer(ownership.Fixtures).Append(ctx, session.TypeUserMessage, session.Prompt{Content: text("x")})
 			return err
 		}, `session: event "user/message" is surface-eligible and requires a surfaceOp marker`},
 		{"non-surface with op", func(s *session.Session) error {
-			_, err := s.AppendSurface(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}, session.AppendOp, nil)
+			_, err := s.Writer(ownership.Fixtures).AppendSurface(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}, session.AppendOp, nil)
 			return err
 		}, `session: event "turn/start" is not surface-eligible`},
 		{"no type", func(s *session.Session) error {
@@ -205,7 +206,7 @@ func TestAppendValidation(t *testing.T) {
 			return err
 		}, "non-JSON data"},
 		{"NaN inside a surface payload", func(s *session.Session) error {
-			_, err := s.AppendSurface(ctx, session.TypeToolResult, map[string]any{"meta": math.NaN()}, session.AppendOp, nil)
+			_, err := s.Writer(ownership.Fixtures).AppendSurface(ctx, session.TypeToolResult, map[string]any{"meta": math.NaN()}, session.AppendOp, nil)
 			return err
 		}, `session: event "tool/result" carries non-JSON data`},
 		{"channel", func(s *session.Session) error {
@@ -1230,7 +1231,7 @@ func BenchmarkMessagesAtDepth(b *testing.B) {
 					reset()
 					b.StartTimer()
 				}
-				if _, err := s.AppendSurface(ctx, session.TypeUserMessage, msg, session.AppendOp, nil); err != nil {
+				if _, err := s.Writer(ownership.Fixtures).AppendSurface(ctx, session.TypeUserMessage, msg, session.AppendOp, nil); err != nil {
 					b.Fatal(err)
 				}
 				start := time.Now()

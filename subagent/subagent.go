@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -358,7 +359,7 @@ func (s *Service) record(ctx context.Context, parent agent.Agent, typ string, da
 	if parent == nil {
 		return
 	}
-	if _, err := parent.Session().AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open }, typ, data, nil); err != nil {
+	if _, err := parent.Session().Writer(ownership.Subagents).AppendIf(ctx, func(ts session.TurnState) bool { return ts.Open }, typ, data, nil); err != nil {
 		s.log.Warn("subagent: recording a lifecycle event failed", "type", typ, "err", err)
 	}
 }

@@ -70,6 +70,8 @@ type Host interface {
 	// Cwd is the session's working directory (absolute).
 	Cwd() string
 	// Append records a tool-owned session event inside the open turn.
+	// Types a capability owns (turn/*, tool/*, permission/*, …) are
+	// refused with session.ErrOwned and nothing is written.
 	Append(ctx context.Context, typ string, data any) error
 	// Inject adds model-facing context; while a turn is open it lands at
 	// once, except while a step's tool calls await their results: then it

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -293,10 +294,10 @@ func TestInstallFailsTheViolatingAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}); err != nil {
+	if _, err := s.Writer(ownership.Fixtures).Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Append(ctx, session.TypeStepStart, session.StepBoundary{Turn: 1, Step: 2})
+	_, err = s.Writer(ownership.Fixtures).Append(ctx, session.TypeStepStart, session.StepBoundary{Turn: 1, Step: 2})
 	var ie *invariants.Error
 	if !errors.As(err, &ie) || ie.Msg != "step/start 2, expected step 1" {
 		t.Fatalf("err %v", err)
@@ -307,7 +308,7 @@ func TestInstallFailsTheViolatingAppend(t *testing.T) {
 		t.Fatalf("len %d, later listener saw %v", s.Len(), later)
 	}
 	// The checker runs before listeners registered earlier, too.
-	_, err = s.AppendSurface(ctx, session.TypeUserMessage, session.Prompt{}, session.AppendOp, []int64{7})
+	_, err = s.Writer(ownership.Fixtures).AppendSurface(ctx, session.TypeUserMessage, session.Prompt{}, session.AppendOp, []int64{7})
 	if !errors.As(err, &ie) || !strings.Contains(ie.Msg, "references a later event 7") {
 		t.Fatalf("err %v", err)
 	}
@@ -321,14 +322,14 @@ func TestInstallReplaysSeedOnCreated(t *testing.T) {
 		t.Fatalf("a valid seed was rejected: %v", err)
 	}
 	// The checker continues from the seed: turn 2 is next, turn 1 is not.
-	if _, err := s.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}); err == nil || !strings.Contains(err.Error(), "turn/start 1, expected turn 2") {
+	if _, err := s.Writer(ownership.Fixtures).Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}); err == nil || !strings.Contains(err.Error(), "turn/start 1, expected turn 2") {
 		t.Fatalf("err %v", err)
 	}
 	s2, err := st.Create(ctx, kernel.NewScope("owner"), "resumed-2", session.Options{Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 2}); err != nil {
+	if _, err := s2.Writer(ownership.Fixtures).Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 2}); err != nil {
 		t.Fatalf("continuing a seeded session: %v", err)
 	}
 }
@@ -353,14 +354,14 @@ func TestInstallToleratesUnansweredCallsInSeed(t *testing.T) {
 		{session.TypeTurnStart, session.TurnStart{Turn: 2}},
 		{session.TypeStepStart, session.StepBoundary{Turn: 2, Step: 1}},
 	} {
-		if _, err := s.Append(ctx, e.typ, e.data); err != nil {
+		if _, err := s.Writer(ownership.Fixtures).Append(ctx, e.typ, e.data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.AppendSurface(ctx, session.TypeAssistantMessage, session.AssistantMessage{Turn: 2, Step: 1, Content: []llm.Block{llm.ToolCall("c3", "x", "{}")}}, session.AppendOp, nil); err != nil {
+	if _, err := s.Writer(ownership.Fixtures).AppendSurface(ctx, session.TypeAssistantMessage, session.AssistantMessage{Turn: 2, Step: 1, Content: []llm.Block{llm.ToolCall("c3", "x", "{}")}}, session.AppendOp, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Append(ctx, session.TypeStepEnd, session.StepBoundary{Turn: 2, Step: 1})
+	_, err = s.Writer(ownership.Fixtures).Append(ctx, session.TypeStepEnd, session.StepBoundary{Turn: 2, Step: 1})
 	var ie *invariants.Error
 	if !errors.As(err, &ie) || !strings.Contains(ie.Msg, "leaves tool call c3") {
 		t.Fatalf("live step/end with an unanswered call: %v", err)
@@ -392,10 +393,10 @@ func TestInstallSeedsSessionsThatEnteredEarlier(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The checker replays the log it missed before judging the new event.
-	if _, err := early.Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: 1}); err == nil || !strings.Contains(err.Error(), "turn/end 1 while step 1 is open") {
+	if _, err := early.Writer(ownership.Fixtures).Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: 1}); err == nil || !strings.Contains(err.Error(), "turn/end 1 while step 1 is open") {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := early.Append(ctx, session.TypeStepEnd, session.StepBoundary{Turn: 1, Step: 1}); err != nil {
+	if _, err := early.Writer(ownership.Fixtures).Append(ctx, session.TypeStepEnd, session.StepBoundary{Turn: 1, Step: 1}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -407,7 +408,7 @@ func TestUninstalledCheckerIsSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = scope.Close()
-	if _, err := s.Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: 9}); err != nil {
+	if _, err := s.Writer(ownership.Fixtures).Append(ctx, session.TypeTurnEnd, session.TurnEnd{Turn: 9}); err != nil {
 		t.Fatalf("checker still active after its scope closed: %v", err)
 	}
 }

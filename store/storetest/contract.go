@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -251,7 +252,7 @@ func snapshotOnBuffer(e *env) {
 	a := e.attach(st)
 	s, _ := e.live(st, "snap", session.Options{Header: header("snap", "")})
 	e.apply(s, []Op{TurnStart(1)})
-	ev, err := s.AppendSurface(e.ctx, session.TypeUserMessage, session.Prompt{Content: []llm.Block{llm.Text("hello")}, Source: llm.UserSource}, session.AppendOp, nil)
+	ev, err := s.Writer(ownership.Fixtures).AppendSurface(e.ctx, session.TypeUserMessage, session.Prompt{Content: []llm.Block{llm.Text("hello")}, Source: llm.UserSource}, session.AppendOp, nil)
 	e.must(err)
 	// A misbehaving holder mutates the event after it was announced.
 	i := strings.Index(string(ev.Data), "hello")

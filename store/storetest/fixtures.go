@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
@@ -48,12 +49,13 @@ func Build(start int64, ops []Op) []session.Event {
 
 // Apply appends ops to a live session.
 func Apply(ctx context.Context, s *session.Session, ops []Op) error {
+	w := s.Writer(ownership.Fixtures)
 	for _, op := range ops {
 		var err error
 		if op.Surface {
-			_, err = s.AppendSurface(ctx, op.Type, op.Data, session.AppendOp, op.Sources)
+			_, err = w.AppendSurface(ctx, op.Type, op.Data, session.AppendOp, op.Sources)
 		} else {
-			_, err = s.Append(ctx, op.Type, op.Data)
+			_, err = w.Append(ctx, op.Type, op.Data)
 		}
 		if err != nil {
 			return err

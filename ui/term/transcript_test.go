@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
 )
@@ -31,9 +32,9 @@ func (r *recorder) add(typ string, data any) {
 	r.t.Helper()
 	var err error
 	if session.SurfaceEligible(typ) {
-		_, err = r.s.AppendSurface(context.Background(), typ, data, session.AppendOp, nil)
+		_, err = r.s.Writer(ownership.Fixtures).AppendSurface(context.Background(), typ, data, session.AppendOp, nil)
 	} else {
-		_, err = r.s.Append(context.Background(), typ, data)
+		_, err = r.s.Writer(ownership.Fixtures).Append(context.Background(), typ, data)
 	}
 	if err != nil {
 		r.t.Fatal(err)
@@ -42,7 +43,7 @@ func (r *recorder) add(typ string, data any) {
 
 func (r *recorder) chunk(turn, step int, c llm.Chunk) {
 	r.t.Helper()
-	if _, err := r.s.AppendChunk(context.Background(), turn, step, c); err != nil {
+	if _, err := r.s.Writer(ownership.Fixtures).AppendChunk(context.Background(), turn, step, c); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -218,9 +219,9 @@ func mkEvent(t *testing.T, typ string, data any) session.Event {
 	}
 	var e session.Event
 	if session.SurfaceEligible(typ) {
-		e, err = s.AppendSurface(context.Background(), typ, data, session.AppendOp, nil)
+		e, err = s.Writer(ownership.Fixtures).AppendSurface(context.Background(), typ, data, session.AppendOp, nil)
 	} else {
-		e, err = s.Append(context.Background(), typ, data)
+		e, err = s.Writer(ownership.Fixtures).Append(context.Background(), typ, data)
 	}
 	if err != nil {
 		t.Fatal(err)
