@@ -103,9 +103,33 @@ func TestInputKeepsMalformedArguments(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	for dsh, cc := range map[string]string{"bash": "Bash", "task": "Task", "mcp__x__y": "mcp__x__y", "read": "Read"} {
+	for dsh, cc := range map[string]string{"bash": "Bash", "task": "Agent", "mcp__x__y": "mcp__x__y", "read": "Read"} {
 		if ToolName(dsh) != cc || DshToolName(cc) != dsh {
 			t.Errorf("%s <-> %s: got %s, %s", dsh, cc, ToolName(dsh), DshToolName(cc))
 		}
+	}
+	// Claude Code's older names still reach dsh's tools.
+	if DshToolName("Task") != "task" || ToolName("fork") != "Agent" || DshToolName("TaskStop") != "bash_kill" {
+		t.Errorf("aliases: Task->%s fork->%s TaskStop->%s", DshToolName("Task"), ToolName("fork"), DshToolName("TaskStop"))
+	}
+	if a := Aliases("Agent"); len(a) != 1 || a[0] != "Task" {
+		t.Errorf("Agent aliases %v", a)
+	}
+}
+
+// Hooks see absolute paths, resolved as the file tools resolve them.
+func TestAbsoluteInput(t *testing.T) {
+	in := ToolInputAt("edit", json.RawMessage(`{"file_path":"sub/../x.go","old_string":"a","new_string":"b"}`), "/work/p")
+	var m map[string]any
+	json.Unmarshal(in, &m)
+	if m["file_path"] != "/work/p/x.go" || m["old_string"] != "a" {
+		t.Errorf("edit input %s", in)
+	}
+	in = ToolInputAt("bash", json.RawMessage(`{"command":"ls","timeoutMs":5000}`), "/w")
+	if string(in) != `{"command":"ls","timeout":5000}` {
+		t.Errorf("bash input %s", in)
+	}
+	if in := ToolInputAt("read", json.RawMessage(`{"file_path":"/etc/../etc/hosts"}`), "/w"); string(in) != `{"file_path":"/etc/hosts"}` {
+		t.Errorf("absolute path %s", in)
 	}
 }
