@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/dshq/dsh/bash/analysis"
 )
 
 // benchRules is a realistic large settings file: 50 rules, most of them
@@ -43,7 +45,7 @@ func BenchmarkDecide(b *testing.B) {
 	c := mustNew(b, Config{Rules: benchRules(), Home: e.home, Cwd: e.root})
 	ctx := context.Background()
 	line := bashCall(benchLine)
-	if n := len(analyzeBash(benchLine, e.home).cmds); n != 20 {
+	if n := len(analysis.Analyze(benchLine, e.home).Commands); n != 20 {
 		b.Fatalf("bench line has %d simple commands, want 20", n)
 	}
 	if d := c.Decide(ctx, line, e.root); d.Behavior != Allow {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dshq/dsh/bash/analysis"
 )
 
 // match is a three-valued rule match: a word known only at run time may or
@@ -25,36 +27,36 @@ const (
 // must not allow ./git. Loose matching (deny and ask rules) reports maybe
 // for a dynamic word and accepts a path-qualified name whose base is the
 // rule's (/bin/rm for rm), so no spelling slips past a deny.
-func (r *rule) matchBash(v view, strict bool) match {
+func (r *rule) matchBash(v analysis.View, strict bool) match {
 	if r.kind == kindAny {
 		return yesMatch
 	}
 	res := yesMatch
 	for i, rw := range r.words {
-		if i >= len(v.words) {
-			if v.open && !strict {
+		if i >= len(v.Words) {
+			if v.Open && !strict {
 				return maybeMatch
 			}
 			return noMatch
 		}
-		w := v.words[i]
+		w := v.Words[i]
 		switch {
-		case w.dyn:
+		case w.Dynamic:
 			if strict {
 				return noMatch
 			}
 			res = maybeMatch
-		case w.val == rw:
-		case !strict && i == 0 && strings.ContainsRune(w.val, '/') && !strings.ContainsRune(rw, '/') && path.Base(w.val) == rw:
+		case w.Value == rw:
+		case !strict && i == 0 && strings.ContainsRune(w.Value, '/') && !strings.ContainsRune(rw, '/') && path.Base(w.Value) == rw:
 		default:
 			return noMatch
 		}
 	}
 	if r.kind == kindBashExact {
 		switch {
-		case len(v.words) > len(r.words):
+		case len(v.Words) > len(r.words):
 			return noMatch
-		case v.open:
+		case v.Open:
 			if strict {
 				return noMatch
 			}
@@ -65,7 +67,7 @@ func (r *rule) matchBash(v view, strict bool) match {
 }
 
 // bashRule finds the first rule of rs that matches any of the views.
-func bashRule(rs []*rule, views []view, strict bool) (*rule, match) {
+func bashRule(rs []*rule, views []analysis.View, strict bool) (*rule, match) {
 	var maybe *rule
 	for _, r := range rs {
 		if r.tool != toolBash {
@@ -101,26 +103,26 @@ func (d *decider) bash() verdict {
 	if wd := a.Workdir; wd != "" {
 		base = absPath(wd, d.cwd)
 	}
-	an := analyzeBash(line, d.c.home)
-	vs := make([]verdict, 0, len(an.cmds)+len(an.writes)+len(an.problems))
-	for i := range an.cmds {
-		v := d.bashCommand(&an.cmds[i])
+	an := analysis.Analyze(line, d.c.home)
+	vs := make([]verdict, 0, len(an.Commands)+len(an.Writes)+len(an.Problems))
+	for i := range an.Commands {
+		v := d.bashCommand(&an.Commands[i])
 		if v.behavior == Deny {
 			return v // a deny on any part denies the line; nothing else matters
 		}
 		vs = append(vs, v)
 	}
-	for _, t := range an.writes {
-		uncertain := an.chdir && !filepath.IsAbs(t.path)
-		abs := absPath(t.path, base)
+	for _, t := range an.Writes {
+		uncertain := an.Chdir && !filepath.IsAbs(t.Path)
+		abs := absPath(t.Path, base)
 		v := d.path(toolWrite, opWrite, abs, resolve(abs), false, uncertain)
-		v.reason = fmt.Sprintf("%q: %s", t.text, v.reason)
+		v.reason = fmt.Sprintf("%q: %s", t.Text, v.reason)
 		if v.behavior == Deny {
 			return v
 		}
 		vs = append(vs, v)
 	}
-	for _, t := range an.reads {
+	for _, t := range an.Reads {
 		if v, ok := d.redirectRead(t, base); ok {
 			if v.behavior == Deny {
 				return v
@@ -128,10 +130,10 @@ func (d *decider) bash() verdict {
 			vs = append(vs, v)
 		}
 	}
-	for _, p := range an.problems {
+	for _, p := range an.Problems {
 		vs = append(vs, d.problem(line, p))
 	}
-	if an.dynWrite {
+	if an.DynamicWrite {
 		if v, ok := d.dynamicWrite(line); ok {
 			vs = append(vs, v)
 		}
@@ -157,34 +159,34 @@ func (d *decider) dynamicWrite(line string) (verdict, bool) {
 }
 
 // bashCommand decides one simple command.
-func (d *decider) bashCommand(cmd *command) verdict {
-	r, m := bashRule(d.deny(), cmd.views, false)
+func (d *decider) bashCommand(cmd *analysis.Command) verdict {
+	r, m := bashRule(d.deny(), cmd.Views, false)
 	if m == yesMatch {
-		return ruleVerdict(Deny, r, strconv.Quote(cmd.text))
+		return ruleVerdict(Deny, r, strconv.Quote(cmd.Text))
 	}
-	if d.mode == ModePlan && !cmd.readOnly {
-		return verdict{behavior: Deny, reason: fmt.Sprintf("plan mode: %q may change state; only read-only commands run until the user approves a plan (present it with %s)", cmd.text, ExitPlanTool)}
+	if d.mode == ModePlan && !cmd.ReadOnly {
+		return verdict{behavior: Deny, reason: fmt.Sprintf("plan mode: %q may change state; only read-only commands run until the user approves a plan (present it with %s)", cmd.Text, ExitPlanTool)}
 	}
 	if m == maybeMatch {
-		return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q might run what permission rule %s from %s denies (part of it is only known at run time)", cmd.text, r.Text, r.Source)}
+		return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q might run what permission rule %s from %s denies (part of it is only known at run time)", cmd.Text, r.Text, r.Source)}
 	}
-	if r, m := bashRule(d.ask(), cmd.views, false); m != noMatch {
-		return ruleVerdict(Ask, r, strconv.Quote(cmd.text))
+	if r, m := bashRule(d.ask(), cmd.Views, false); m != noMatch {
+		return ruleVerdict(Ask, r, strconv.Quote(cmd.Text))
 	}
-	if cmd.allow == nil {
-		return verdict{behavior: Allow, reason: fmt.Sprintf("%q runs commands that are checked one by one", cmd.text)}
+	if cmd.Effective == nil {
+		return verdict{behavior: Allow, reason: fmt.Sprintf("%q runs commands that are checked one by one", cmd.Text)}
 	}
-	if r, _ := bashRule(d.allow(), []view{*cmd.allow}, true); r != nil {
-		return ruleVerdict(Allow, r, strconv.Quote(cmd.text))
+	if r, _ := bashRule(d.allow(), []analysis.View{*cmd.Effective}, true); r != nil {
+		return ruleVerdict(Allow, r, strconv.Quote(cmd.Text))
 	}
-	if cmd.neutral {
-		return verdict{behavior: Allow, reason: fmt.Sprintf("%q changes nothing outside the shell", cmd.text)}
+	if cmd.Neutral {
+		return verdict{behavior: Allow, reason: fmt.Sprintf("%q changes nothing outside the shell", cmd.Text)}
 	}
 	if d.mode == ModeBypass {
-		return verdict{behavior: Allow, reason: fmt.Sprintf("mode bypassPermissions allows %q", cmd.text)}
+		return verdict{behavior: Allow, reason: fmt.Sprintf("mode bypassPermissions allows %q", cmd.Text)}
 	}
-	v := verdict{behavior: Ask, reason: fmt.Sprintf("%q is not allowed by any permission rule (mode %s)", cmd.text, d.mode)}
-	if s, ok := exactRule(*cmd.allow); ok {
+	v := verdict{behavior: Ask, reason: fmt.Sprintf("%q is not allowed by any permission rule (mode %s)", cmd.Text, d.mode)}
+	if s, ok := exactRule(*cmd.Effective); ok {
 		v.suggest = []string{s}
 	}
 	return v
@@ -192,37 +194,37 @@ func (d *decider) bashCommand(cmd *command) verdict {
 
 // exactRule is the Bash rule that allows exactly this command, when one
 // can be written (no word known only at run time).
-func exactRule(v view) (string, bool) {
-	if v.open || len(v.words) == 0 {
+func exactRule(v analysis.View) (string, bool) {
+	if v.Open || len(v.Words) == 0 {
 		return "", false
 	}
-	for _, w := range v.words {
-		if w.dyn {
+	for _, w := range v.Words {
+		if w.Dynamic {
 			return "", false
 		}
 	}
-	return "Bash(" + joinWords(v.words) + ")", true
+	return "Bash(" + analysis.JoinWords(v.Words) + ")", true
 }
 
 // redirectRead checks an input redirection against Read deny and ask
 // rules only: reading is what the command does anyway, but a deny on
 // Read(~/.ssh/**) must hold for "cmd < ~/.ssh/id_rsa" too.
-func (d *decider) redirectRead(t target, base string) (verdict, bool) {
-	if t.dyn {
+func (d *decider) redirectRead(t analysis.File, base string) (verdict, bool) {
+	if t.Dynamic {
 		for _, rs := range [][]*rule{d.deny(), d.ask()} {
 			if r := d.firstRule(rs, toolRead, func(r *rule) bool { return r.kind == kindPath }); r != nil {
-				return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q reads a path known only at run time, which permission rule %s from %s may cover", t.text, r.Text, r.Source)}, true
+				return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q reads a path known only at run time, which permission rule %s from %s may cover", t.Text, r.Text, r.Source)}, true
 			}
 		}
 		return verdict{}, false
 	}
-	abs := absPath(t.path, base)
+	abs := absPath(t.Path, base)
 	real := resolve(abs)
 	if r := d.firstRule(d.deny(), toolRead, func(r *rule) bool { return r.kind == kindPath && d.pathMatch(r, abs, real, false) }); r != nil {
-		return ruleVerdict(Deny, r, fmt.Sprintf("%q (read %s)", t.text, abs)), true
+		return ruleVerdict(Deny, r, fmt.Sprintf("%q (read %s)", t.Text, abs)), true
 	}
 	if r := d.firstRule(d.ask(), toolRead, func(r *rule) bool { return r.kind == kindPath && d.pathMatch(r, abs, real, false) }); r != nil {
-		return ruleVerdict(Ask, r, fmt.Sprintf("%q (read %s)", t.text, abs)), true
+		return ruleVerdict(Ask, r, fmt.Sprintf("%q (read %s)", t.Text, abs)), true
 	}
 	return verdict{}, false
 }

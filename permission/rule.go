@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/dshq/dsh/bash/analysis"
 )
 
 // Behavior is what a rule or a decision says about a call.
@@ -234,7 +236,7 @@ func (r *rule) parseBash(spec string) error {
 	if strings.TrimSpace(spec) == "" {
 		return errors.New("empty command; write Bash alone to match every command")
 	}
-	words, trailingStar, err := ruleWords(spec)
+	words, trailingStar, err := analysis.LiteralCommand(spec)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package permission
+package analysis
 
 import (
 	"regexp"
@@ -13,9 +13,9 @@ import (
 // can. Options that turn a reader into a writer (sort -o, sed -i, find
 // -delete, git branch -D) are checked.
 
-type roCheck func(args []word) bool
+type roCheck func(args []Word) bool
 
-func always([]word) bool { return true }
+func always([]Word) bool { return true }
 
 // noneOf is read-only unless one of the options appears: exactly, as
 // "opt=value", abbreviated as GNU tools accept (sort --out=f is sort
@@ -24,9 +24,9 @@ func always([]word) bool { return true }
 // cluster (date -Iseconds is not date -s); with valued empty, a forbidden
 // letter anywhere in a cluster counts.
 func noneOf(valued string, opts ...string) roCheck {
-	return func(args []word) bool {
+	return func(args []Word) bool {
 		for _, a := range args {
-			v := a.val
+			v := a.Value
 			for _, o := range opts {
 				if v == o || strings.HasPrefix(v, o+"=") || strings.HasPrefix(o, "--") && abbreviates(v, o) {
 					return false
@@ -49,10 +49,10 @@ func noneOf(valued string, opts ...string) roCheck {
 }
 
 // positional counts the arguments that are not options.
-func positional(args []word) int {
+func positional(args []Word) int {
 	n := 0
 	for _, a := range args {
-		if !strings.HasPrefix(a.val, "-") {
+		if !strings.HasPrefix(a.Value, "-") {
 			n++
 		}
 	}
@@ -82,8 +82,8 @@ func init() {
 		"tree": noneOf("", "-o"),
 		"xxd":  xxdReadOnly,
 		"date": noneOf("dfrI", "-s", "--set"),
-		"uniq": func(args []word) bool { return positional(args) <= 1 },
-		"hostname": func(args []word) bool {
+		"uniq": func(args []Word) bool { return positional(args) <= 1 },
+		"hostname": func(args []Word) bool {
 			return positional(args) == 0 && noneOf("", "-F", "--file", "-b", "--boot")(args)
 		},
 		"find": noneOf("", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
@@ -96,15 +96,15 @@ func init() {
 	}
 }
 
-func readOnlyView(v view) bool {
-	if len(v.words) == 0 {
+func readOnlyView(v View) bool {
+	if len(v.Words) == 0 {
 		return true
 	}
-	if v.words[0].dyn {
+	if v.Words[0].Dynamic {
 		return false
 	}
-	check, ok := readOnlyCommands[v.words[0].val]
-	return ok && check(v.words[1:])
+	check, ok := readOnlyCommands[v.Words[0].Value]
+	return ok && check(v.Words[1:])
 }
 
 // sedScriptRE accepts scripts made only of printing, deleting and quitting
@@ -127,7 +127,7 @@ var sedLong = map[string]bool{
 // every script: each -e and --expression, or else the first operand. A
 // script file (-f, --file) is not read, so it is not read-only, nor is
 // editing in place (-i, --in-place).
-func sedReadOnly(args []word) bool {
+func sedReadOnly(args []Word) bool {
 	const flags = "bsnrzuE" // short options without a value
 	scripts := 0
 	first := "" // the first operand: the script when no -e gives one
@@ -138,18 +138,18 @@ func sedReadOnly(args []word) bool {
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		v := a.val
+		v := a.Value
 		switch {
-		case a.dyn:
+		case a.Dynamic:
 			return false
 		case v == "--":
 			for _, o := range args[i+1:] {
-				if o.dyn {
+				if o.Dynamic {
 					return false
 				}
 			}
 			if !operands && i+1 < len(args) {
-				first, operands = args[i+1].val, true
+				first, operands = args[i+1].Value, true
 			}
 			i = len(args)
 		case strings.HasPrefix(v, "--"):
@@ -159,10 +159,10 @@ func sedReadOnly(args []word) bool {
 				return false
 			}
 			if sedLong[opt] && !eq {
-				if i++; i >= len(args) || args[i].dyn {
+				if i++; i >= len(args) || args[i].Dynamic {
 					return false
 				}
-				val = args[i].val
+				val = args[i].Value
 			}
 			if opt == "--expression" && !script(val) {
 				return false
@@ -173,10 +173,10 @@ func sedReadOnly(args []word) bool {
 				if c == 'e' || c == 'l' {
 					val := v[j+1:]
 					if val == "" {
-						if i++; i >= len(args) || args[i].dyn {
+						if i++; i >= len(args) || args[i].Dynamic {
 							return false
 						}
-						val = args[i].val
+						val = args[i].Value
 					}
 					if c == 'e' && !script(val) {
 						return false
@@ -201,12 +201,12 @@ func sedReadOnly(args []word) bool {
 // writes to. xxd reads its own options: any word starting with -r is
 // -revert; -c, -g, -l, -n, -o and -s take the next word as a value unless
 // it is attached.
-func xxdReadOnly(args []word) bool {
+func xxdReadOnly(args []Word) bool {
 	files := 0
 	for i := 0; i < len(args); i++ {
-		v := args[i].val
+		v := args[i].Value
 		switch {
-		case args[i].dyn:
+		case args[i].Dynamic:
 			return false
 		case strings.HasPrefix(v, "-r"):
 			return false
@@ -235,7 +235,7 @@ var gitReadOnlySub = map[string]bool{
 // that git --shallow-file log push is known to push. Configuration (-c,
 // --config-env) can name programs to run, and an option git does not
 // know may hide the subcommand.
-func gitReadOnly(args []word) bool {
+func gitReadOnly(args []Word) bool {
 	g := readGitGlobals(args)
 	if g.dyn || g.unknown || g.config || g.execPath {
 		return false
@@ -243,12 +243,12 @@ func gitReadOnly(args []word) bool {
 	if g.sub >= len(args) {
 		return true
 	}
-	sub, rest := args[g.sub].val, args[g.sub+1:]
+	sub, rest := args[g.sub].Value, args[g.sub+1:]
 	if g.name != "" {
 		sub = g.name
 	}
 	for _, r := range rest {
-		if r.dyn || strings.HasPrefix(r.val, "--output") || abbreviates(r.val, "--output", "--ext-diff") {
+		if r.Dynamic || strings.HasPrefix(r.Value, "--output") || abbreviates(r.Value, "--output", "--ext-diff") {
 			return false
 		}
 	}
@@ -262,15 +262,15 @@ func gitReadOnly(args []word) bool {
 	case "branch":
 		return allOptions(rest, "-a", "-r", "-l", "-v", "-vv", "--list", "--all", "--remotes", "--show-current", "--verbose", "--no-color", "--color")
 	case "tag":
-		return len(rest) == 0 || rest[0].val == "-l" || rest[0].val == "--list"
+		return len(rest) == 0 || rest[0].Value == "-l" || rest[0].Value == "--list"
 	case "remote":
-		return len(rest) == 0 || rest[0].val == "-v" || rest[0].val == "show" || rest[0].val == "get-url"
+		return len(rest) == 0 || rest[0].Value == "-v" || rest[0].Value == "show" || rest[0].Value == "get-url"
 	case "stash":
-		return len(rest) > 0 && (rest[0].val == "list" || rest[0].val == "show")
+		return len(rest) > 0 && (rest[0].Value == "list" || rest[0].Value == "show")
 	case "worktree":
-		return len(rest) > 0 && rest[0].val == "list"
+		return len(rest) > 0 && rest[0].Value == "list"
 	case "reflog":
-		return len(rest) == 0 || rest[0].val == "show"
+		return len(rest) == 0 || rest[0].Value == "show"
 	case "config":
 		return hasOption(rest, "--get", "--get-all", "--get-regexp", "--list", "-l") &&
 			!hasOption(rest, "--add", "--unset", "--unset-all", "--replace-all", "--edit", "-e", "--rename-section", "--remove-section")
@@ -282,10 +282,10 @@ func gitReadOnly(args []word) bool {
 // a program, the pager or the one it names (-O<cmd>, --open-files-in-pager=cmd),
 // on the files found. -O may end a cluster of short options (-nO<cmd>);
 // the options in gitGrepValued take a value, which ends the cluster.
-func gitGrepReadOnly(args []word) bool {
+func gitGrepReadOnly(args []Word) bool {
 	const gitGrepValued = "ABCefm"
 	for i := 0; i < len(args); i++ {
-		v := args[i].val
+		v := args[i].Value
 		switch {
 		case v == "--":
 			return true
@@ -325,11 +325,11 @@ func abbreviates(arg string, opts ...string) bool {
 	return false
 }
 
-func allOptions(args []word, allowed ...string) bool {
+func allOptions(args []Word, allowed ...string) bool {
 	for _, a := range args {
 		ok := false
 		for _, o := range allowed {
-			if a.val == o || strings.HasPrefix(a.val, "--sort=") || strings.HasPrefix(a.val, "--format=") {
+			if a.Value == o || strings.HasPrefix(a.Value, "--sort=") || strings.HasPrefix(a.Value, "--format=") {
 				ok = true
 				break
 			}
@@ -341,11 +341,11 @@ func allOptions(args []word, allowed ...string) bool {
 	return true
 }
 
-func goReadOnly(args []word) bool {
+func goReadOnly(args []Word) bool {
 	if len(args) == 0 {
 		return true
 	}
-	switch args[0].val {
+	switch args[0].Value {
 	case "version", "list", "doc", "help":
 		return true
 	case "env":
