@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dshq/dsh/session"
 )
@@ -148,13 +149,26 @@ var (
 type InUseError struct {
 	ID  session.ID
 	PID int // 0 when unknown
+	// Host names the holder's host when the lock is a lease ([Leaser]);
+	// Remaining is how long its lease has left unless renewed.
+	Host      string
+	Lease     bool
+	Remaining time.Duration
 }
 
 func (e *InUseError) Error() string {
-	if e.PID <= 0 {
-		return fmt.Sprintf("session %s is in use by another dsh process (pid unknown)", e.ID)
+	pid := "pid unknown"
+	if e.PID > 0 {
+		pid = fmt.Sprintf("pid %d", e.PID)
 	}
-	return fmt.Sprintf("session %s is in use by another dsh process (pid %d)", e.ID, e.PID)
+	msg := fmt.Sprintf("session %s is in use by another dsh process (%s)", e.ID, pid)
+	if e.Host != "" {
+		msg += " on host " + e.Host
+	}
+	if e.Lease {
+		msg += fmt.Sprintf("; its lease runs %s more unless renewed (dsh -r %s --takeover takes it over)", e.Remaining.Round(time.Second), e.ID)
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrInUse) true.
