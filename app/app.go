@@ -23,6 +23,7 @@ import (
 	"github.com/dshq/dsh/bash/local"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/fs"
 	fslocal "github.com/dshq/dsh/fs/local"
 	"github.com/dshq/dsh/fs/policy"
@@ -89,7 +90,7 @@ type Options struct {
 
 // App is a composed application.
 type App struct {
-	Host  *core.Host
+	Host        *core.Host
 	Coordinator *store.Coordinator
 	// Model is the resolved model reference; Demo says it is the offline
 	// demo model.
@@ -108,9 +109,11 @@ type App struct {
 	MCP *mcp.Manager
 	// Permission is the installed checker (nil when none).
 	Permission *permission.Checker
-	claude     *hooks.Bridge
-	opts       Options
-	exec       *local.Executor
+	// Doctor holds each capability's health checks (`dsh doctor`).
+	Doctor *doctor.Registry
+	claude *hooks.Bridge
+	opts   Options
+	exec   *local.Executor
 }
 
 // ErrNoModel is returned when a model was named but nothing serves it.
@@ -134,7 +137,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Host: h, opts: o, Permission: o.Permission}
+	a := &App{Host: h, opts: o, Permission: o.Permission, Doctor: &doctor.Registry{}}
 	fail := func(err error) (*App, error) {
 		_ = h.Close(ctx)
 		return nil, err
@@ -384,6 +387,26 @@ func (a *App) Latest(ctx context.Context) (session.ID, error) {
 	return best.Header.ID, nil
 }
 
+// Diagnose collects every capability's findings for `dsh doctor`, after
+// starting every MCP server that may run and giving each up to wait to
+// connect (so a server that cannot start is reported as failed, with its
+// stderr, rather than as not started).
+func (a *App) Diagnose(ctx context.Context, wait time.Duration) []doctor.Finding {
+	if a.MCP != nil && wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		var wg sync.WaitGroup
+		for _, s := range a.MCP.Servers() {
+			if s.State == mcp.StateUntrusted || s.State == mcp.StateDisabled {
+				continue
+			}
+			wg.Go(func() { _ = a.MCP.Connect(wctx, s.Name) })
+		}
+		wg.Wait()
+		cancel()
+	}
+	return a.Doctor.Run(ctx)
+}
+
 // Close disposes agents, drains the store and stops background processes.
 func (a *App) Close(ctx context.Context) error { return a.Host.Close(ctx) }
 
@@ -438,6 +461,9 @@ func (a *App) installHooks() error {
 		if err := b.Install(h.Scope, h.Tools, h.Sessions, a.Compactor); err != nil {
 			return err
 		}
+		_ = h.Scope.Add(a.Doctor.Add("hooks", func(context.Context) []doctor.Finding {
+			return load(o.Cwd).Findings(trusted(o.Cwd))
+		}))
 		if dialect == hooks.Claude {
 			a.claude = b
 			if a.Subagents != nil {
@@ -492,6 +518,7 @@ func (a *App) installMCP(ctx context.Context) error {
 	}
 	a.MCP = m
 	_ = h.Scope.Defer(m.Close)
+	_ = h.Scope.Add(a.Doctor.Add("mcp", func(context.Context) []doctor.Finding { return m.Findings() }))
 	servers, err := mcp.Configured(o.Sources, o.Cwd)
 	if err != nil {
 		o.Logger.Warn("some MCP servers are misconfigured and were skipped", "err", err)

@@ -21,7 +21,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+
+	"github.com/dshq/dsh/doctor"
 )
 
 // Dialect names.
@@ -273,6 +276,48 @@ func (c *Config) Matching(event, subject string, trusted bool) []Hook {
 				out = append(out, h)
 			}
 		}
+	}
+	return out
+}
+
+// Findings reports a dialect's configuration for `dsh doctor`: every
+// problem met while reading its files (each also logged and printed at
+// start), the hooks that will run, and project hooks held back until the
+// project is trusted.
+func (c *Config) Findings(trusted bool) []doctor.Finding {
+	var out []doctor.Finding
+	for _, w := range c.Warnings {
+		out = append(out, doctor.Finding{Severity: doctor.Warning, Subject: c.Dialect, Message: strings.TrimPrefix(w, "hooks: ")})
+	}
+	runs, held := 0, 0
+	events := map[string]bool{}
+	for ev, gs := range c.Events {
+		for _, g := range gs {
+			for _, h := range g.Hooks {
+				if h.Project && !trusted {
+					held++
+					continue
+				}
+				runs++
+				events[ev] = true
+			}
+		}
+	}
+	switch {
+	case c.Disabled || (c.DisabledByProject && trusted):
+		out = append(out, doctor.Finding{Severity: doctor.Info, Subject: c.Dialect, Message: "disableAllHooks is set: no hook runs"})
+	case runs > 0:
+		names := make([]string, 0, len(events))
+		for ev := range events {
+			names = append(names, ev)
+		}
+		sort.Strings(names)
+		out = append(out, doctor.Finding{Severity: doctor.OK, Subject: c.Dialect, Message: fmt.Sprintf("%d hook(s) run on %s", runs, strings.Join(names, ", "))})
+	}
+	if held > 0 {
+		out = append(out, doctor.Finding{Severity: doctor.Info, Subject: c.Dialect,
+			Message: fmt.Sprintf("%d project hook(s) do not run: this project is not trusted", held),
+			Fix:     "run dsh here interactively and trust the folder, or pass --trust"})
 	}
 	return out
 }

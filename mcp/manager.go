@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/tool"
@@ -635,3 +636,36 @@ func (m *Manager) defer_(c ServerConfig, total int) bool {
 }
 
 func (m *Manager) isDeferred(name string) bool { return (*m.deferred.Load())[name] }
+
+// Findings reports every server's state for `dsh doctor`: a server that
+// failed to start or is restarting is an error or a warning with its
+// error (which ends with the tail of its stderr); one that is untrusted or
+// disabled says why it does not run.
+func (m *Manager) Findings() []doctor.Finding {
+	var out []doctor.Finding
+	for _, s := range m.Servers() {
+		f := doctor.Finding{Subject: "server " + s.Name, Severity: doctor.OK}
+		switch s.State {
+		case StateConnected:
+			f.Message = fmt.Sprintf("connected (%s %s), %d tool(s)", s.Transport, s.Target, len(s.Tools))
+		case StateIdle:
+			f.Severity, f.Message = doctor.Info, fmt.Sprintf("not started yet (%d cached tool(s)); it starts on its first call", len(s.Tools))
+		case StateConnecting:
+			f.Severity, f.Message = doctor.Warning, "still starting"
+		case StateRestarting:
+			f.Severity, f.Message = doctor.Error, "not running, restarting: "+s.Error
+		case StateFailed:
+			f.Severity, f.Message = doctor.Error, "failed to start: "+s.Error
+			f.Fix = "check its command, URL and environment in " + describeSource(ServerConfig{Source: s.Source, Path: s.Path})
+		case StateUntrusted:
+			f.Severity, f.Message = doctor.Info, s.Error
+			f.Fix = "run dsh here interactively and trust the folder, or pass --trust"
+		case StateDisabled:
+			f.Severity, f.Message = doctor.Info, "disabled in its configuration"
+		default:
+			f.Severity, f.Message = doctor.Info, string(s.State)
+		}
+		out = append(out, f)
+	}
+	return out
+}

@@ -1,0 +1,33 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dsh doctor reports what a run would meet: an MCP server that cannot
+// start (with its stderr) and a hook type dsh does not run, and exits 1.
+func TestDoctorReportsCapabilities(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	cfg := `{"mcpServers":{"broken":{"command":"sh","args":["-c","echo cannot-open-db >&2; exit 3"]}}}`
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"hooks":{"Stop":[{"hooks":[{"type":"agent","prompt":"check"}]}]}}`), 0o644)
+	r := dsh(t, dir, home, "http://127.0.0.1:1", "", "doctor", "--timeout", "10s")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1: %+v", r.code, r)
+	}
+	for _, want := range []string{"server broken", "cannot-open-db", `"agent" hook on Stop`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	j := dsh(t, dir, home, "http://127.0.0.1:1", "", "doctor", "--json", "--timeout", "10s")
+	if !strings.Contains(j.stdout, `"capability": "mcp"`) || !strings.Contains(j.stdout, `"severity": "error"`) {
+		t.Errorf("json: %s", j.stdout)
+	}
+}
