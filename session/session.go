@@ -40,6 +40,9 @@ type Session struct {
 	notify     Notifier
 	der        deriver
 	turns      TurnState
+	// turnsChanged is closed at the next change of turns (see WatchTurns);
+	// nil while nobody waits.
+	turnsChanged chan struct{}
 }
 
 // TurnState is the turn structure of the log: the newest turn number and
@@ -281,6 +284,19 @@ func (s *Session) Turns() TurnState {
 	return s.turns
 }
 
+// WatchTurns returns the current turn state and a channel that is closed
+// the next time it changes (a turn opens or closes). An agent whose turn
+// must wait for another to close (an injection turn, /compact) waits on it
+// instead of polling.
+func (s *Session) WatchTurns() (TurnState, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turnsChanged == nil {
+		s.turnsChanged = make(chan struct{})
+	}
+	return s.turns, s.turnsChanged
+}
+
 // noteTurn updates the turn state for a pushed event; callers hold s.mu.
 func (s *Session) noteTurn(e Event) {
 	switch e.Type {
@@ -293,6 +309,12 @@ func (s *Session) noteTurn(e Event) {
 		}
 	case TypeTurnEnd:
 		s.turns.Open = false
+	default:
+		return
+	}
+	if s.turnsChanged != nil {
+		close(s.turnsChanged)
+		s.turnsChanged = nil
 	}
 }
 
