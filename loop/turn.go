@@ -25,7 +25,8 @@ type turnState struct {
 	stepOpen    bool
 	bg          context.Context // never cancelled: bookkeeping appends and flushes
 	lastDrained bool
-	opened      bool // this turn's turn/start is in the log
+	opened      bool  // this turn's turn/start is in the log
+	startSeq    int64 // the seq of that turn/start
 	stop        stopFacts
 	tools       toolRun // set up by the turn's first tool call
 	callSeqs    []callRef
@@ -77,6 +78,11 @@ func (f *stopFacts) endReason() session.EndReason {
 func (a *loopAgent) runTurn(batch []queued) (int, error) {
 	t := &turnState{a: a, bg: context.WithoutCancel(a.ctx)}
 	err := a.openTurn(t, batch[0].src)
+	if t.opened {
+		a.resolveTickets(batch, t.startSeq, nil)
+	} else {
+		a.resolveTickets(batch, -1, err)
+	}
 	switch {
 	case err != nil && !t.opened:
 		return a.sess.LastTurn() + 1, err
@@ -114,7 +120,7 @@ func (a *loopAgent) openTurn(t *turnState, src llm.Source) error {
 		}
 		if ev.Type != "" {
 			// Pushed (a listener may still have failed): the turn is ours.
-			t.turn, t.opened = turn, true
+			t.turn, t.opened, t.startSeq = turn, true, ev.Seq
 		}
 		return err
 	}

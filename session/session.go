@@ -43,7 +43,13 @@ type Session struct {
 	// turnsChanged is closed at the next change of turns (see WatchTurns);
 	// nil while nobody waits.
 	turnsChanged chan struct{}
+	// grown is closed at the next append (see WhenLonger); nil while
+	// nobody waits.
+	grown chan struct{}
 }
+
+// closedChan is returned to waiters whose condition already holds.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // TurnState is the turn structure of the log: the newest turn number and
 // whether that turn is still open. It is maintained at push time, so reading
@@ -277,6 +283,22 @@ func encode(typ string, data any) (json.RawMessage, error) {
 	return b, nil
 }
 
+// WhenLonger returns a channel that is closed once the log holds more than
+// n events (at once, when it already does). Readers that follow a session
+// (an agent's event iterators) wait on it between reads of Events, so they
+// never poll and never hold up the appender.
+func (s *Session) WhenLonger(n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.events) > n {
+		return closedChan
+	}
+	if s.grown == nil {
+		s.grown = make(chan struct{})
+	}
+	return s.grown
+}
+
 // Turns returns the current turn state.
 func (s *Session) Turns() TurnState {
 	s.mu.Lock()
@@ -355,6 +377,10 @@ func (s *Session) appendRaw(ctx context.Context, cond func(TurnState) bool, typ 
 	}
 	s.events = append(s.events, ev)
 	s.noteTurn(ev)
+	if s.grown != nil {
+		close(s.grown)
+		s.grown = nil
+	}
 	if s.notify == nil {
 		s.mu.Unlock()
 		return ev, nil

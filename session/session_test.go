@@ -1178,6 +1178,30 @@ func TestTurnQueries(t *testing.T) {
 	}
 }
 
+// WhenLonger's channel closes once the log holds more than n events.
+func TestWhenLonger(t *testing.T) {
+	s := newSession(t)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	ch := s.WhenLonger(0)
+	if closed(ch) {
+		t.Fatal("closed on an empty log")
+	}
+	appendEvent(t, s, "plugin/x", 1)
+	if !closed(ch) || !closed(s.WhenLonger(0)) {
+		t.Fatal("not closed after an append")
+	}
+	if ch := s.WhenLonger(1); closed(ch) {
+		t.Fatal("closed although the log holds exactly n events")
+	}
+}
+
 // WatchTurns' channel closes when a turn opens or closes, and only then.
 func TestWatchTurns(t *testing.T) {
 	s := newSession(t)
