@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/dshq/dsh/sandbox"
 )
 
 // TaskID names a background task. Implementations choose the form (the
@@ -54,6 +56,11 @@ type ExecRequest struct {
 	Env map[string]string
 	// Owner is the token stored on a background task (see [Owner]).
 	Owner Owner
+	// Sandbox is the policy the command runs under, when the executor has
+	// a sandbox; nil runs it as it is (trusted callers: hooks, unless
+	// sandbox.hooks is set). danger-full-access still contains it: it
+	// dies with its command and with dsh.
+	Sandbox *sandbox.Policy
 	// OnDone, for Start only, is called once, on its own goroutine, with the
 	// final task when the task ends by itself (it exited, or died of a
 	// signal nobody in dsh sent). It is not called for tasks ended through
@@ -93,6 +100,9 @@ type RunResult struct {
 	Duration time.Duration
 	// Stdout and Stderr are the collected output streams.
 	Stdout, Stderr CollectedOutput
+	// Sandbox reports how the command was confined; nil when it ran
+	// without the sandbox.
+	Sandbox *sandbox.Report
 }
 
 // Status is a background task's state.
@@ -120,6 +130,9 @@ type Task struct {
 	Started  time.Time
 	// Ended is zero while the task runs.
 	Ended time.Time
+	// Sandbox reports how the task was confined (what the proxy refused so
+	// far); nil when it ran without the sandbox.
+	Sandbox *sandbox.Report
 	// Done is closed when the task has ended and its output is final; take a
 	// new snapshot (Read, List) afterwards for the final state.
 	Done <-chan struct{}

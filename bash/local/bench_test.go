@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/bash"
+	"github.com/dshq/dsh/sandbox"
 )
 
 // BenchmarkBashTrue measures a foreground round trip of `true`: spawn in a
@@ -73,4 +74,39 @@ func BenchmarkSessionScan(b *testing.B) {
 		sessionGroups(1 << 30) // no such session: the full scan
 	}
 	b.ReportMetric(float64(len(entries)), "procs")
+}
+
+// BenchmarkBashTrueSandboxed is BenchmarkBashTrue under the Linux sandbox
+// in workspace-write (helper re-exec, namespaces, mounts, Landlock,
+// seccomp, the proxy listener): the difference from BenchmarkBashTrue is
+// the sandbox's added cost per command. BenchmarkBashTrueContained is the
+// same in danger-full-access, where the helper only contains.
+func BenchmarkBashTrueSandboxed(b *testing.B) { benchSandboxed(b, sandbox.ModeWorkspaceWrite) }
+
+func BenchmarkBashTrueContained(b *testing.B) { benchSandboxed(b, sandbox.ModeFullAccess) }
+
+func benchSandboxed(b *testing.B, mode sandbox.Mode) {
+	sb := newSandbox(b)
+	e := newExec(b, Config{Sandbox: sb})
+	ws := b.TempDir()
+	p, err := sandbox.Compile(sandbox.Inputs{Mode: mode, Cwd: ws})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := bash.ExecRequest{Command: "true", Workdir: ws, Sandbox: p}
+	ctx := context.Background()
+	if _, err := e.Run(ctx, req); err != nil { // the probe runs once, outside the laps
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var laps []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := e.Run(ctx, req)
+		laps = append(laps, time.Since(start))
+		if err != nil || res.ExitCode == nil || *res.ExitCode != 0 {
+			b.Fatalf("Run: %+v, %v", res, err)
+		}
+	}
+	reportPercentiles(b, laps)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/bash"
+	"github.com/dshq/dsh/sandbox"
 )
 
 // Defaults for [Config].
@@ -55,6 +56,9 @@ type Config struct {
 	// variables its headers expand). An explicit ExecRequest.Env entry
 	// still wins.
 	ScrubEnv []string
+	// Sandbox confines commands whose request carries a policy
+	// (ExecRequest.Sandbox). Nil runs every command as it is.
+	Sandbox sandbox.Sandbox
 }
 
 // Executor runs commands as local processes. Create it with [New] and
@@ -380,6 +384,8 @@ func (e *Executor) launch(req bash.ExecRequest, isTask bool) (*proc, error) {
 		maxBytes: e.cfg.MaxOutputBytes,
 		spill:    e.spillOpener,
 		starter:  &e.start,
+		sandbox:  e.sandboxFor(req),
+		policy:   req.Sandbox,
 	})
 	if err != nil {
 		e.wg.Done()
@@ -393,6 +399,15 @@ func (e *Executor) launch(req bash.ExecRequest, isTask bool) (*proc, error) {
 		p.kill(reasonAbort)
 	}
 	return p, nil
+}
+
+// sandboxFor returns the sandbox a request runs in: the executor's, when
+// the request carries a policy.
+func (e *Executor) sandboxFor(req bash.ExecRequest) sandbox.Sandbox {
+	if req.Sandbox == nil {
+		return nil
+	}
+	return e.cfg.Sandbox
 }
 
 // procExited is the completion hook of p (and of its task t, if any): it
@@ -460,6 +475,7 @@ func (e *Executor) snapshotLocked(t *task) bash.Task {
 	if t.ended {
 		s.ExitCode, s.Signal, s.Ended = t.p.exitCode, t.p.signal, t.p.ended
 	}
+	s.Sandbox = t.p.sandboxReport()
 	return s
 }
 

@@ -15,9 +15,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshq/dsh/bash"
+	"github.com/dshq/dsh/sandbox/linux"
 )
 
 func TestMain(m *testing.M) {
+	linux.Main() // sandboxed commands re-execute this binary as the helper
 	if helper := os.Getenv("DSH_LOCAL_TEST_HELPER"); helper != "" {
 		runHelper(helper) // never returns
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshq/dsh/bash"
+	"github.com/dshq/dsh/sandbox"
 )
 
 // Why a process is being killed; timeouts and aborts are reported in the
@@ -43,6 +44,8 @@ type spawnSpec struct {
 	maxBytes int
 	spill    func(stream string) func() (*os.File, error)
 	starter  *threadStarter
+	sandbox  sandbox.Sandbox // nil: run as it is
+	policy   *sandbox.Policy
 }
 
 // proc is one running command: the shell as leader of its own session (and
@@ -75,6 +78,12 @@ type proc struct {
 	exitCode *int
 	signal   string
 	ended    time.Time
+
+	// sb is the sandbox's handle on the command (nil without one); its
+	// report is final after wait.
+	sb       sandbox.Process
+	sbMu     sync.Mutex
+	sbReport *sandbox.Report
 
 	// exited runs in the waiter once the outcome is final, before done is
 	// closed; the func it returns runs after done is closed.
@@ -137,8 +146,31 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 		}
 		cmd.Stdin = inR
 	} // else exec opens /dev/null: reads see EOF at once, nothing can block on input
+	grace := s.grace
+	var sb sandbox.Process
+	if s.sandbox != nil {
+		if sb, err = s.sandbox.Wrap(cmd, s.policy, s.grace); err != nil {
+			return nil, fmt.Errorf("bash: %w", err)
+		}
+		// The helper escalates to SIGKILL itself, reaching what left the
+		// session; ours is the backstop.
+		grace += reapSlack
+	}
 	if err := s.starter.start(cmd); err != nil {
+		if sb != nil {
+			sb.Release()
+		}
 		return nil, fmt.Errorf("bash: starting %s: %w", s.shell, err)
+	}
+	if sb != nil {
+		if err := sb.Started(); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			sb.Release()
+			_ = outW.Close()
+			_ = errW.Close()
+			return nil, fmt.Errorf("bash: %w", err)
+		}
 	}
 	// The child has its copies; ours must go so EOF arrives when it exits.
 	_ = outW.Close()
@@ -149,7 +181,8 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 	p := &proc{
 		cmd:      cmd,
 		sid:      cmd.Process.Pid,
-		grace:    s.grace,
+		grace:    grace,
+		sb:       sb,
 		started:  time.Now(),
 		stdout:   newCollector(s.maxBytes, s.spill("stdout")),
 		stderr:   newCollector(s.maxBytes, s.spill("stderr")),
@@ -278,6 +311,21 @@ func (p *proc) wait() {
 	p.stdout.finish()
 	p.stderr.finish()
 	p.exitCode, p.signal = exitStatus(p.cmd.ProcessState)
+	if p.sb != nil {
+		if code, sig, ok := p.sb.Exited(); ok {
+			// The helper's own status stands for the shell's; its report
+			// is the shell's real fate.
+			p.exitCode, p.signal = nil, sig
+			if sig == "" {
+				p.exitCode = &code
+			}
+		}
+		r := p.sb.Report()
+		p.sbMu.Lock()
+		p.sbReport = &r
+		p.sbMu.Unlock()
+		p.sb.Release()
+	}
 	p.ended = time.Now()
 	var after func()
 	if p.exited != nil {
@@ -370,7 +418,25 @@ func (p *proc) result() bash.RunResult {
 		Aborted:  aborted,
 		Duration: p.ended.Sub(p.started),
 	}
+	r.Sandbox = p.sandboxReport()
 	r.Stdout.Text, r.Stdout.Truncated, r.Stdout.SpillPath = p.stdout.output()
 	r.Stderr.Text, r.Stderr.Truncated, r.Stderr.SpillPath = p.stderr.output()
 	return r
+}
+
+// sandboxReport is what the sandbox saw of the command so far (final after
+// done); nil without a sandbox.
+func (p *proc) sandboxReport() *sandbox.Report {
+	if p.sb == nil {
+		return nil
+	}
+	p.sbMu.Lock()
+	done := p.sbReport
+	p.sbMu.Unlock()
+	if done != nil {
+		r := *done
+		return &r
+	}
+	r := p.sb.Report()
+	return &r
 }

@@ -7,9 +7,13 @@ import (
 	"os"
 
 	"github.com/dshq/dsh/cli"
+	"github.com/dshq/dsh/sandbox/linux"
 )
 
 func main() {
+	// The sandbox helper is this binary re-executed: it must run before
+	// anything else (see sandbox/linux).
+	linux.Main()
 	// Before anything reads a secret: the commands dsh runs must not be
 	// able to read them back from /proc (see harden).
 	if err := harden(); err != nil {

@@ -1,0 +1,76 @@
+package linux
+
+import (
+	"github.com/dshq/dsh/sandbox"
+)
+
+// HelperArg is the hidden subcommand that runs the helper: `dsh
+// __sandbox-helper`. The program's main must call [Main] first thing.
+const HelperArg = "__sandbox-helper"
+
+// limitsArg is the second stage that applies rlimits and execs the shell
+// (used only when limits are set: rlimits on the helper itself would bind
+// its Go runtime too).
+const limitsArg = "__sandbox-limits"
+
+// Descriptors the helper inherits.
+const (
+	fdPlan   = 3 // the plan, then the lifeline: EOF means dsh is gone
+	fdReport = 4 // the helper's reports: setup outcome, then the command's fate
+	fdProxy  = 5 // O_PATH descriptor of this command's proxy socket
+)
+
+// ProxyPort is where the bridge listens inside the sandbox's own loopback.
+const ProxyPort = 3128
+
+// plan is what the parent tells the helper: the command and every layer to
+// apply. The helper decides nothing: what it cannot apply is an error.
+type plan struct {
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Dir  string   `json:"dir"`
+
+	Policy sandbox.Policy `json:"policy"`
+	// Confine applies mounts, Landlock, seccomp and the capability drop;
+	// false only contains (subreaper, kill on exit).
+	Confine bool `json:"confine"`
+	UserNS  bool `json:"userns"`
+	MountNS bool `json:"mountns"`
+	NetNS   bool `json:"netns"`
+	PIDNS   bool `json:"pidns"`
+
+	Landlock bool `json:"landlock"`
+	Seccomp  bool `json:"seccomp"`
+	// Tmp is the host directory mounted at /tmp.
+	Tmp string `json:"tmp,omitempty"`
+	// TmpDir is the writable temporary directory inside: /tmp, or
+	// /tmp/.dsh-tmp when host paths are kept under /tmp (a Landlock grant
+	// on /tmp would reach into them).
+	TmpDir string `json:"tmpDir,omitempty"`
+	// Keep are host paths under /tmp that stay visible over the private
+	// /tmp (workspace roots that live there, the home directory).
+	Keep []string `json:"keep,omitempty"`
+	// Home is the user's home directory.
+	Home string `json:"home,omitempty"`
+	// Proxy starts the bridge from 127.0.0.1:ProxyPort to fdProxy.
+	Proxy bool `json:"proxy,omitempty"`
+	// ProxyTCP is the host loopback port of the proxy when there is no
+	// network namespace (Landlock then allows connecting only to it).
+	ProxyTCP int `json:"proxyTCP,omitempty"`
+	// GraceMS is how long leftovers have between SIGTERM and SIGKILL.
+	GraceMS int `json:"graceMS"`
+	// Probe makes the helper report and exit without running anything.
+	Probe bool `json:"probe,omitempty"`
+}
+
+// report is one line on fdReport.
+type report struct {
+	// Started is the first line: the layers applied, or Error.
+	Started bool     `json:"started,omitempty"`
+	Layers  []string `json:"layers,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	// Done is the last line: the command's fate.
+	Done   bool   `json:"done,omitempty"`
+	Exit   int    `json:"exit,omitempty"`
+	Signal string `json:"signal,omitempty"`
+}
