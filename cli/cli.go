@@ -11,19 +11,18 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/dshq/dsh/app"
-	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
 )
 
 // Version is set at build time with -ldflags "-X github.com/dshq/dsh/cli.Version=…".
@@ -53,11 +52,20 @@ func usageErr(format string, args ...any) error {
 
 // flags are the root command's flags.
 type flags struct {
-	configFlags
-	print        bool
-	outputFormat string
-	cont         bool
-	resume       string
+	print              bool
+	outputFormat       string
+	model              string
+	cont               bool
+	resume             string
+	permissionMode     string
+	allowedTools       []string
+	disallowedTools    []string
+	appendSystemPrompt string
+	maxTurns           int
+	settingsFile       string
+	addDirs            []string
+	verbose            bool
+	trust              bool
 }
 
 // Main runs dsh and returns the process exit code.
@@ -65,22 +73,22 @@ func Main(args []string, stdio IO) int {
 	if stdio.Env == nil {
 		stdio.Env = os.Getenv
 	}
-	// Every way of being asked to stop ends the run through the context, so
-	// dsh shuts down in order and its executor kills the commands and
-	// background tasks it started — they run in sessions of their own and
-	// would not get the terminal's hangup themselves. SIGHUP is the terminal
-	// closing (its window, an ssh connection); left at its default it would
-	// end dsh on the spot and leave the tasks running. SIGQUIT keeps its Go
-	// default (a goroutine dump, for debugging a hang); the executor's
-	// parent-death signal still reaches the shells then.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
+	// Every way of being asked to stop ends the run through the context
+	// (see signals): the first signal shuts down in order, a second at once.
+	sig := watchSignals(context.Background())
+	defer sig.stop()
+	ctx := withSignals(sig.ctx, sig)
 	cmd := newRoot(stdio)
 	cmd.SetArgs(args)
 	cmd.SetIn(stdio.In)
 	cmd.SetOut(stdio.Out)
 	cmd.SetErr(stdio.Err)
 	err := cmd.ExecuteContext(ctx)
+	if err == nil && sig.received() != nil {
+		// The work finished, but dsh was asked to stop while it shut down
+		// (a SessionEnd hook, a cleanup): say so in the exit status.
+		err = &ExitError{Code: app.ExitAborted, Err: fmt.Errorf("interrupted by %s", signalName(sig.received()))}
+	}
 	if err == nil {
 		return 0
 	}
@@ -119,9 +127,18 @@ func newRoot(stdio IO) *cobra.Command {
 	fl := root.Flags()
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless, print the result and exit (prompt from arguments or stdin)")
 	fl.StringVar(&f.outputFormat, "output-format", "text", "headless output: text, json or stream-json")
+	fl.StringVar(&f.model, "model", "", "model reference, provider/model (e.g. deepseek/deepseek-chat) or an alias")
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
 	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id")
-	f.register(fl, false)
+	fl.StringVar(&f.permissionMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
+	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, "permission rules that allow without asking (e.g. \"Read Bash(git diff:*)\")")
+	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "permission rules that deny (e.g. \"Bash(rm:*)\")")
+	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model calls in a turn (headless)")
+	fl.StringVar(&f.settingsFile, "settings", "", "an extra settings file, applied last")
+	fl.StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories the tools may use")
+	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
+	fl.BoolVar(&f.trust, "trust", false, "trust this project's settings, hooks and MCP servers (recorded in $DSH_HOME/trust.json)")
 	root.AddCommand(newSessionsCmd(stdio), newVersionCmd(stdio))
 	for _, c := range extraCommands {
 		root.AddCommand(c(stdio))
@@ -168,7 +185,7 @@ func logger(dir string, verbose bool) (*slog.Logger, func(), error) {
 	return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
 }
 
-// setup runs the configuration pipeline and builds the app.
+// setup loads settings and builds the app.
 func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	h, err := home(stdio.Env)
 	if err != nil {
@@ -181,22 +198,59 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	if err != nil {
 		return nil, nil, usageErr("cannot read the working directory: %v", err)
 	}
-	cfg, trusted, err := f.configure(h, cwd, f.trustPolicy(stdio, h, stdio.Interactive))
+	_, sources, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: f.settingsFile})
 	if err != nil {
 		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	for _, w := range cfg.Warnings() {
-		fmt.Fprintln(stdio.Err, "dsh: "+w)
+	trusted, err := projectTrust(stdio, h, cwd, f.trust)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	sources = trustedSources(sources, trusted)
+	s := merged(sources)
+	if f.permissionMode != "" && !contains(settings.Modes, f.permissionMode) {
+		return nil, nil, usageErr("unknown --permission-mode %q (want one of %s)", f.permissionMode, strings.Join(settings.Modes, ", "))
 	}
 	log, closeLog, err := logger(h, f.verbose)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	a, err := app.New(ctx, app.Options{Config: cfg, Site: site(stdio, h, cwd, trusted), Logger: log})
+	var addDirs []string
+	for _, d := range f.addDirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			closeLog()
+			return nil, nil, usageErr("--add-dir %s: %v", d, err)
+		}
+		addDirs = append(addDirs, abs)
+	}
+	checker, warnings, err := permissions(sources, f, h, userHome(stdio.Env), cwd, addDirs)
 	if err != nil {
 		closeLog()
-		if errors.Is(err, core.ErrConfig) {
-			return nil, nil, usageErr("%v", err)
+		return nil, nil, usageErr("%v", err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stdio.Err, "dsh: "+w)
+	}
+	stopping, aborting := stopChannels(ctx)
+	a, err := app.New(ctx, app.Options{
+		Version: Version, Warn: stdioWarner(stdio).warn, Stopping: stopping, Aborting: aborting,
+		// The hooks of a session resumed from another directory are read
+		// from that directory: its trust is its own, never this one's.
+		Permission: checker, TrustProject: func(dir string) bool {
+			if dir == cwd {
+				return trusted
+			}
+			return trustedElsewhere(h, dir)
+		},
+		Home: h, Cwd: cwd, Settings: s, Sources: sources, Env: stdio.Env, Logger: log, UserHome: userHome(stdio.Env),
+		Model:              f.model,
+		AppendSystemPrompt: f.appendSystemPrompt, MaxTurns: f.maxTurns, AddDirs: addDirs,
+	})
+	if err != nil {
+		closeLog()
+		if errors.Is(err, app.ErrNoModel) {
+			return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "app: "))
 		}
 		return nil, nil, err
 	}
@@ -212,6 +266,15 @@ func userHome(env func(string) string) string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
@@ -273,4 +336,22 @@ func newVersionCmd(stdio IO) *cobra.Command {
 			fmt.Fprintf(stdio.Out, "dsh %s\n", Version)
 		},
 	}
+}
+
+// warner prints the app's warnings on stderr, until a front-end that owns
+// the terminal mutes it (they still reach the log).
+type warner struct {
+	w     io.Writer
+	muted *atomic.Bool
+}
+
+var muteWarnings atomic.Bool
+
+func stdioWarner(stdio IO) warner { return warner{w: stdio.Err, muted: &muteWarnings} }
+
+func (w warner) warn(msg string) {
+	if w.muted.Load() {
+		return
+	}
+	fmt.Fprintln(w.w, "dsh: warning: "+msg)
 }

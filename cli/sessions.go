@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -42,11 +41,12 @@ func storeChoice(stdio IO, settingsFile string) (dshHome, name string, err error
 	if err := privateHome(stdio, h); err != nil {
 		return "", "", usageErr("creating %s: %v", h, err)
 	}
-	cfg, err := settings.Load(settings.Input{Paths: settings.Paths{Home: h, Flag: settingsFile}, Schema: app.Schema()})
+	_, sources, err := settings.Load(settings.Paths{Home: h, Flag: settingsFile})
 	if err != nil {
 		return "", "", err
 	}
-	return h, backends.Chosen(cfg), nil
+	name, _ = settings.SessionStore(sources)
+	return h, name, nil
 }
 
 func openNamedStore(home, name string) (*store.Coordinator, func(), error) {
@@ -163,8 +163,8 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			if from == name {
 				return usageErr("--from %s is the store in use; choose the other one with \"sessionStore\" in your settings first", from)
 			}
-			if !slices.Contains(backends.Names, from) {
-				return usageErr("--from %q: want one of %s", from, strings.Join(backends.Names, ", "))
+			if !slices.Contains(settings.Stores, from) {
+				return usageErr("--from %q: want one of %s", from, strings.Join(settings.Stores, ", "))
 			}
 			src, doneSrc, err := openNamedStore(h, from)
 			if err != nil {

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
-	"sync"
 	"time"
 
 	"github.com/dshq/dsh/agent"
@@ -30,9 +28,6 @@ type Options struct {
 	NewID  func() string
 	// Invariants enables the live contract checker (tests, dev builds).
 	Invariants bool
-	// Site is where the application runs (directories, environment,
-	// trust); plugins read it from [Host.Site].
-	Site Site
 }
 
 // Host is a running spine.
@@ -45,14 +40,6 @@ type Host struct {
 	Agents   *agent.Registry
 	Loop     *loop.Loop
 	Logger   *slog.Logger
-	// Site is where the application runs.
-	Site Site
-	// Now is the host's clock (Options.Clock, else time.Now).
-	Now func() time.Time
-
-	mu        sync.Mutex
-	provided  map[reflect.Type]any // Provide, Need, Lookup
-	installed []string
 }
 
 // Plugin extends a host. Everything it registers through scope is undone
@@ -72,12 +59,6 @@ func New(opts Options) (*Host, error) {
 		Prompt:   prompt.New(),
 		Agents:   agent.NewRegistry(),
 		Logger:   opts.Logger,
-		Site:     opts.Site,
-		Now:      opts.Clock,
-		provided: map[reflect.Type]any{},
-	}
-	if h.Now == nil {
-		h.Now = time.Now
 	}
 	h.Loop = loop.New(loop.Deps{Agents: h.Agents, Sessions: h.Sessions, LLM: h.LLM, Tools: h.Tools,
 		Prompt: h.Prompt, Logger: opts.Logger, NewID: opts.NewID, Now: opts.Clock})
@@ -101,9 +82,6 @@ func (h *Host) Use(ctx context.Context, name string, p Plugin) (unload func() er
 	s := h.Scope.Child(name)
 	if err := p(ctx, h, s); err != nil {
 		_ = s.Close()
-		if errors.Is(err, ErrConfig) {
-			return nil, err
-		}
 		return nil, fmt.Errorf("core: plugin %s: %w", name, err)
 	}
 	return s.Close, nil

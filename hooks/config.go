@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dshq/dsh/doctor"
 )
@@ -33,17 +34,81 @@ const (
 	Codex  = "codex"
 )
 
-// DefaultTimeoutSeconds is the one default hook timeout (both dialects).
-const DefaultTimeoutSeconds = 600
+// Default timeouts. A hook's own "timeout" (seconds) replaces them.
+const (
+	// DefaultTimeoutSeconds bounds a command hook, as Claude Code's
+	// documentation long stated; a hung hook must not freeze a session.
+	DefaultTimeoutSeconds = 60
+	// PromptSubmitTimeoutSeconds bounds UserPromptSubmit command hooks,
+	// which hold up every prompt (Claude Code's default there).
+	PromptSubmitTimeoutSeconds = 30
+	// PromptHookTimeoutSeconds bounds a prompt hook's model call.
+	PromptHookTimeoutSeconds = 30
+	// SessionEndTimeoutSeconds bounds SessionEnd hooks without their own
+	// timeout: the session is over and the user is waiting for dsh to
+	// exit (Claude Code allows 1.5 s).
+	SessionEndTimeoutSeconds = 1.5
+	// MaxSessionEndTimeoutSeconds caps even a configured SessionEnd timeout.
+	MaxSessionEndTimeoutSeconds = 60
+)
 
-// Hook is one command hook.
+// Hook types dsh runs.
+const (
+	TypeCommand = "command"
+	TypePrompt  = "prompt"
+)
+
+// Hook is one configured hook: a command (run through the shell with the
+// payload on stdin) or a prompt (evaluated by a model call).
 type Hook struct {
+	// Type is TypeCommand or TypePrompt.
+	Type    string
 	Command string
-	Timeout float64 // seconds; 0 = default
+	// Prompt is a prompt hook's text ($ARGUMENTS is replaced by the
+	// payload); Model the model it names (empty: the session's).
+	Prompt string
+	Model  string
+	// ContinueOnBlock makes a prompt hook's "ok": false feed its reason
+	// back to the model instead of ending the turn (PreToolUse,
+	// PostToolUse).
+	ContinueOnBlock bool
+	// Async command hooks run in the background: they never block or
+	// decide; their context and system message reach the model later.
+	Async   bool
+	Timeout float64 // seconds; 0 = the event's default
 	// Source is the file the hook came from.
 	Source string
 	// Project is true for hooks from a project directory (they need trust).
 	Project bool
+}
+
+// Label names a hook in messages: its command or prompt, shortened.
+func (h Hook) Label() string {
+	s := h.Command
+	if h.Type == TypePrompt {
+		s = "prompt: " + h.Prompt
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return s
+}
+
+// key identifies a hook for de-duplication: the same handler configured
+// twice runs once.
+func (h Hook) key() string {
+	if h.Type == TypePrompt {
+		return "prompt\x00" + h.Prompt + "\x00" + h.Model
+	}
+	return "command\x00" + h.Command
+}
+
+// promptEvents are the events on which prompt hooks run (Claude Code
+// runs them on the decision events only).
+var promptEvents = map[string]bool{
+	"PreToolUse": true, "PostToolUse": true, "PostToolUseFailure": true, "PermissionRequest": true,
+	"UserPromptSubmit": true, "Stop": true, "SubagentStop": true,
 }
 
 // Group is a matcher and its hooks.
@@ -153,11 +218,17 @@ func (c *Config) add(source string, b []byte, project bool) {
 		var groups []struct {
 			Matcher *string `json:"matcher"`
 			Hooks   []struct {
-				Type       *string  `json:"type"`
-				Command    *string  `json:"command"`
-				Timeout    *float64 `json:"timeout"`
-				TimeoutSec *float64 `json:"timeoutSec"`
-				Async      bool     `json:"async"`
+				Type            *string  `json:"type"`
+				Command         *string  `json:"command"`
+				Args            []string `json:"args"`
+				Prompt          *string  `json:"prompt"`
+				Model           string   `json:"model"`
+				Timeout         *float64 `json:"timeout"`
+				TimeoutSec      *float64 `json:"timeoutSec"`
+				Async           bool     `json:"async"`
+				AsyncRewake     bool     `json:"asyncRewake"`
+				ContinueOnBlock bool     `json:"continueOnBlock"`
+				If              *string  `json:"if"`
 			} `json:"hooks"`
 		}
 		if json.Unmarshal(raw, &groups) != nil {
@@ -169,25 +240,59 @@ func (c *Config) add(source string, b []byte, project bool) {
 				grp.Matcher = *g.Matcher
 			}
 			for _, h := range g.Hooks {
-				if h.Type != nil && *h.Type != "command" {
-					c.Warnings = append(c.Warnings, fmt.Sprintf("hooks: %s: skipping a %q hook on %s (only command hooks run)", source, *h.Type, name))
+				typ := TypeCommand
+				if h.Type != nil {
+					typ = *h.Type
+				}
+				hk := Hook{Type: typ, Source: source, Project: project, Model: h.Model, ContinueOnBlock: h.ContinueOnBlock,
+					Async: h.Async || h.AsyncRewake}
+				switch typ {
+				case TypeCommand:
+					if h.Command == nil || strings.TrimSpace(*h.Command) == "" {
+						c.warnf("%s: a command hook on %s has no command; it is skipped", source, name)
+						continue
+					}
+					hk.Command = *h.Command
+					if len(h.Args) > 0 {
+						// Exec form: the executable and its arguments, each
+						// one word, whatever it contains.
+						words := []string{shellQuote(*h.Command)}
+						for _, a := range h.Args {
+							words = append(words, shellQuote(a))
+						}
+						hk.Command = strings.Join(words, " ")
+					}
+				case TypePrompt:
+					if h.Prompt == nil || strings.TrimSpace(*h.Prompt) == "" {
+						c.warnf("%s: a prompt hook on %s has no prompt; it is skipped", source, name)
+						continue
+					}
+					if !promptEvents[name] {
+						c.warnf("%s: a prompt hook on %s is skipped: prompt hooks run only on PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest, UserPromptSubmit, Stop and SubagentStop", source, name)
+						continue
+					}
+					hk.Prompt = *h.Prompt
+				default:
+					c.warnf("%s: a %q hook on %s is not supported by dsh (it runs command and prompt hooks); it is skipped", source, typ, name)
 					continue
 				}
-				if h.Command == nil || strings.TrimSpace(*h.Command) == "" {
-					continue
+				if hk.Async && typ != TypeCommand {
+					c.warnf("%s: \"async\" applies to command hooks only; the %s hook on %s runs synchronously", source, typ, name)
+					hk.Async = false
 				}
-				if h.Async {
-					c.Warnings = append(c.Warnings, fmt.Sprintf("hooks: %s: skipping an async hook on %s", source, name))
-					continue
+				if h.AsyncRewake {
+					c.warnf("%s: \"asyncRewake\" on %s is not supported; the hook runs in the background like \"async\"", source, name)
 				}
-				hk := Hook{Command: *h.Command, Source: source, Project: project}
+				if h.If != nil {
+					c.warnf("%s: the \"if\" filter of a hook on %s is not supported; the hook runs whenever its matcher matches", source, name)
+				}
 				switch {
 				case h.Timeout != nil:
 					hk.Timeout = *h.Timeout
 				case h.TimeoutSec != nil:
 					hk.Timeout = *h.TimeoutSec
 				}
-				if prev := c.duplicate(name, grp.Matcher, hk.Command); prev != nil {
+				if prev := c.duplicate(name, grp.Matcher, hk.key()); prev != nil {
 					if prev.Project && !project {
 						// The user configured it too: it runs as the
 						// user's, whether or not the project is trusted.
@@ -195,7 +300,7 @@ func (c *Config) add(source string, b []byte, project bool) {
 					}
 					continue
 				}
-				if dupIn(grp.Hooks, hk.Command) {
+				if dupIn(grp.Hooks, hk.key()) {
 					continue
 				}
 				grp.Hooks = append(grp.Hooks, hk)
@@ -207,9 +312,21 @@ func (c *Config) add(source string, b []byte, project bool) {
 	}
 }
 
-func dupIn(hs []Hook, cmd string) bool {
+func (c *Config) warnf(format string, args ...any) {
+	c.Warnings = append(c.Warnings, "hooks: "+fmt.Sprintf(format, args...))
+}
+
+// shellQuote quotes a word for bash.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func dupIn(hs []Hook, key string) bool {
 	for _, h := range hs {
-		if h.Command == cmd {
+		if h.key() == key {
 			return true
 		}
 	}
@@ -217,15 +334,15 @@ func dupIn(hs []Hook, cmd string) bool {
 }
 
 // duplicate returns the hook already configured for event with this
-// matcher and command, or nil.
-func (c *Config) duplicate(event, matcher, cmd string) *Hook {
+// matcher and key, or nil.
+func (c *Config) duplicate(event, matcher, key string) *Hook {
 	for gi := range c.Events[event] {
 		g := &c.Events[event][gi]
 		if g.Matcher != matcher {
 			continue
 		}
 		for hi := range g.Hooks {
-			if g.Hooks[hi].Command == cmd {
+			if g.Hooks[hi].key() == key {
 				return &g.Hooks[hi]
 			}
 		}
@@ -233,19 +350,26 @@ func (c *Config) duplicate(event, matcher, cmd string) *Hook {
 	return nil
 }
 
-var literalMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
+// literalMatcher is Claude Code's exact-match set: letters, digits, "_",
+// "-", spaces, "," and "|".
+var literalMatcher = regexp.MustCompile(`^[A-Za-z0-9_|, -]+$`)
 
-// Match reports whether a matcher selects subject: empty or "*" matches
-// everything; a plain name or "A|B" list matches exactly; anything else is
-// an unanchored regular expression (an invalid one matches nothing).
-func Match(matcher, subject string) bool {
+// Match reports whether a matcher selects one of subjects (a name and its
+// aliases: Agent and Task, apply_patch and Edit): empty or "*" matches
+// everything; a plain name or a list of names separated by "|" or ","
+// matches exactly; anything else is an unanchored regular expression (an
+// invalid one matches nothing).
+func Match(matcher string, subjects ...string) bool {
 	if matcher == "" || matcher == "*" {
 		return true
 	}
 	if literalMatcher.MatchString(matcher) {
-		for _, alt := range strings.Split(matcher, "|") {
-			if alt == subject {
-				return true
+		for _, alt := range strings.FieldsFunc(matcher, func(r rune) bool { return r == '|' || r == ',' }) {
+			alt = strings.TrimSpace(alt)
+			for _, s := range subjects {
+				if alt == s {
+					return true
+				}
 			}
 		}
 		return false
@@ -254,30 +378,54 @@ func Match(matcher, subject string) bool {
 	if err != nil {
 		return false
 	}
-	return re.MatchString(subject)
+	for _, s := range subjects {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
 }
 
-// Matching returns the hooks of an event whose matcher selects subject, in
-// configuration order, de-duplicated by command.
-func (c *Config) Matching(event, subject string, trusted bool) []Hook {
+// Matching returns the hooks of an event whose matcher selects one of
+// subjects, in configuration order, de-duplicated.
+func (c *Config) Matching(event string, trusted bool, subjects ...string) []Hook {
 	if c.Disabled || (c.DisabledByProject && trusted) {
 		return nil
 	}
 	var out []Hook
 	for _, g := range c.Events[event] {
-		if !Match(g.Matcher, subject) {
+		if !Match(g.Matcher, subjects...) {
 			continue
 		}
 		for _, h := range g.Hooks {
 			if h.Project && !trusted {
 				continue
 			}
-			if !dupIn(out, h.Command) {
+			if !dupIn(out, h.key()) {
 				out = append(out, h)
 			}
 		}
 	}
 	return out
+}
+
+// timeout is the hook's effective timeout on event.
+func (h Hook) timeout(event string) time.Duration {
+	sec := h.Timeout
+	switch {
+	case sec > 0 && event == "SessionEnd":
+		sec = min(sec, MaxSessionEndTimeoutSeconds)
+	case sec > 0:
+	case h.Type == TypePrompt:
+		sec = PromptHookTimeoutSeconds
+	case event == "SessionEnd":
+		sec = SessionEndTimeoutSeconds
+	case event == "UserPromptSubmit":
+		sec = PromptSubmitTimeoutSeconds
+	default:
+		sec = DefaultTimeoutSeconds
+	}
+	return time.Duration(sec * float64(time.Second))
 }
 
 // Findings reports a dialect's configuration for `dsh doctor`: every

@@ -51,6 +51,8 @@ func testdata(t *testing.T, name string) string {
 var (
 	rigMode func(session.ID) string
 	rigEnv  map[string]string
+	// rigTweak, when set, adjusts the bridge options of the rigs built.
+	rigTweak func(*hooks.Options)
 )
 
 // newRig builds a host with the real bash tool, a scripted model and a
@@ -85,8 +87,12 @@ func newRig(t *testing.T, dialect, cfg string, approver tool.Approver, entries .
 	}
 	_, proj := hooks.Files(dialect, "", dir)
 	conf := hooks.Load(dialect, nil, proj)
-	b := hooks.New(hooks.Options{Dialect: dialect, Config: func(string) *hooks.Config { return &conf },
-		Runner: hooks.Runner{Exec: exec}, Trusted: func(string) bool { return true }, Mode: rigMode, Env: rigEnv}, h.Agents)
+	o := hooks.Options{Dialect: dialect, Config: func(string) *hooks.Config { return &conf },
+		Runner: hooks.Runner{Exec: exec, Prompt: hooks.ModelPrompter(h.LLM)}, Trusted: func(string) bool { return true }, Mode: rigMode, Env: rigEnv}
+	if rigTweak != nil {
+		rigTweak(&o)
+	}
+	b := hooks.New(o, h.Agents)
 	if err := b.Install(h.Scope, h.Tools, h.Sessions, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +308,8 @@ func TestPayloadsAndEvents(t *testing.T) {
 		`"PostToolUseFailure":[{"hooks":[{"type":"command","command":"` + rec + `"}]}],` +
 		`"Stop":[{"hooks":[{"type":"command","command":"` + rec + `"}]}],` +
 		`"SessionEnd":[{"hooks":[{"type":"command","command":"` + rec + `"}]}]}}`
-	r := newRig(t, hooks.Claude, cfg, nil, bashCall("c1", "echo hi"), scripted.Call("c2", "nope", map[string]any{}, ""), scripted.Text("ok"))
+	r := newRig(t, hooks.Claude, cfg, nil, bashCall("c1", "echo hi"), scripted.Call("c2", "nope", map[string]any{}, ""),
+		bashCall("c3", "echo failing; exit 7"), scripted.Text("ok"))
 	r.run(t, "go")
 	r.h.Close(context.Background())
 	b, _ := os.ReadFile(logf)
@@ -319,10 +326,20 @@ func TestPayloadsAndEvents(t *testing.T) {
 	}
 	seen := map[string]map[string]any{}
 	for _, e := range events {
-		seen[e["hook_event_name"].(string)] = e
-		if e["session_id"] == "" || e["cwd"] != r.dir || e["permission_mode"] != "plan" {
+		name := e["hook_event_name"].(string)
+		if seen[name] != nil && name == "PostToolUseFailure" {
+			t.Errorf("PostToolUseFailure fired twice (an unknown tool never ran): %v", e)
+		}
+		seen[name] = e
+		// Claude Code sends permission_mode on these events only.
+		_, hasMode := e["permission_mode"]
+		wantMode := map[string]bool{"UserPromptSubmit": true, "PreToolUse": true, "PostToolUse": true, "PostToolUseFailure": true, "Stop": true}[name]
+		if e["session_id"] == "" || e["cwd"] != r.dir || hasMode != wantMode || wantMode && e["permission_mode"] != "plan" {
 			t.Fatalf("base fields %v", e)
 		}
+	}
+	if p := seen["PostToolUseFailure"]; p["tool_use_id"] != "c3" || p["error"] != "Exit code 7\nfailing" || p["is_interrupt"] != false {
+		t.Errorf("PostToolUseFailure payload %v", p)
 	}
 	for _, want := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"} {
 		if seen[want] == nil {
@@ -387,27 +404,27 @@ func TestMatcherAndConfig(t *testing.T) {
 	os.WriteFile(a, []byte(hookCfg("PreToolUse", "Bash", "./x.sh", 0)), 0o644)
 	os.WriteFile(b, []byte(hookCfg("PreToolUse", "Bash", "./x.sh", 0)), 0o644)
 	c := hooks.Load(hooks.Claude, []string{a}, []string{b})
-	if n := len(c.Matching("PreToolUse", "Bash", true)); n != 1 {
+	if n := len(c.Matching("PreToolUse", true, "Bash")); n != 1 {
 		t.Fatalf("identical commands must run once, got %d", n)
 	}
 	os.WriteFile(b, []byte(hookCfg("PreToolUse", "Bash", "./y.sh", 0)), 0o644)
 	c = hooks.Load(hooks.Claude, []string{a}, []string{b})
-	if n := len(c.Matching("PreToolUse", "Bash", false)); n != 1 {
+	if n := len(c.Matching("PreToolUse", false, "Bash")); n != 1 {
 		t.Fatalf("untrusted project hooks must not run, got %d", n)
 	}
 	os.WriteFile(b, []byte(`{"disableAllHooks":true}`), 0o644)
 	c = hooks.Load(hooks.Claude, []string{a}, []string{b})
-	if n := len(c.Matching("PreToolUse", "Bash", true)); n != 0 {
+	if n := len(c.Matching("PreToolUse", true, "Bash")); n != 0 {
 		t.Fatal("disableAllHooks")
 	}
 	// An untrusted project cannot switch off the user's own hooks.
-	if n := len(c.Matching("PreToolUse", "Bash", false)); n != 1 {
+	if n := len(c.Matching("PreToolUse", false, "Bash")); n != 1 {
 		t.Fatalf("an untrusted project's disableAllHooks silenced the user's hook (%d run)", n)
 	}
 	os.WriteFile(a, []byte(`{"disableAllHooks":true}`), 0o644)
 	os.WriteFile(b, []byte(hookCfg("PreToolUse", "Bash", "./y.sh", 0)), 0o644)
 	c = hooks.Load(hooks.Claude, []string{a}, []string{b})
-	if n := len(c.Matching("PreToolUse", "Bash", true)); n != 0 {
+	if n := len(c.Matching("PreToolUse", true, "Bash")); n != 0 {
 		t.Fatal("the user's disableAllHooks must hold for trusted projects too")
 	}
 	// A project hook identical to one in the user's dsh settings does not
@@ -423,7 +440,7 @@ func TestMatcherAndConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.AddRaw("/home/u/.dsh/settings.json", events, false)
-	if got := c.Matching("PreToolUse", "Bash", false); len(got) != 1 || got[0].Project {
+	if got := c.Matching("PreToolUse", false, "Bash"); len(got) != 1 || got[0].Project {
 		t.Fatalf("the user's copy of a project hook: %+v", got)
 	}
 }
@@ -450,7 +467,8 @@ func TestCodec(t *testing.T) {
 }
 
 // TestNotificationPayload: a Notification hook hears about a pending
-// approval with the waiting session's id and permission mode.
+// approval with the waiting session's id (and, as in Claude Code, no
+// permission mode).
 func TestNotificationPayload(t *testing.T) {
 	logf := filepath.Join(t.TempDir(), "calls.log")
 	t.Setenv("HOOK_LOG", logf)
@@ -478,7 +496,8 @@ func TestNotificationPayload(t *testing.T) {
 	if err := json.Unmarshal(bytes.TrimSpace(b), &p); err != nil {
 		t.Fatalf("payload %q: %v", b, err)
 	}
-	if p["hook_event_name"] != "Notification" || p["session_id"] != string(r.agent.Session().ID()) || p["permission_mode"] != "acceptEdits" {
+	if _, mode := p["permission_mode"]; p["hook_event_name"] != "Notification" || p["session_id"] != string(r.agent.Session().ID()) ||
+		mode || p["notification_type"] != "permission_prompt" {
 		t.Fatalf("notification payload %v", p)
 	}
 }

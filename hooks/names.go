@@ -28,6 +28,9 @@ func ToolInput(dialect, tool string, args json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	if dialect == Codex {
+		if strings.HasPrefix(tool, "mcp__") {
+			return args // Codex hands MCP tools' arguments over as they are
+		}
 		var a struct {
 			Command string `json:"command"`
 		}
@@ -39,6 +42,22 @@ func ToolInput(dialect, tool string, args json.RawMessage) json.RawMessage {
 		return b
 	}
 	return claudemsg.ToolInput(tool, args)
+}
+
+// ToolInputAt is ToolInput with file paths absolute against cwd, as hooks
+// see them (Claude Code resolves Read, Write and Edit paths before hooks
+// run).
+func ToolInputAt(dialect, tool string, args json.RawMessage, cwd string) json.RawMessage {
+	if dialect == Codex {
+		if tool == "write" || tool == "edit" {
+			args = claudemsg.AbsInput(tool, args, cwd)
+		}
+		return ToolInput(dialect, tool, args)
+	}
+	if len(args) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return claudemsg.ToolInputAt(tool, args, cwd)
 }
 
 // FromToolInput converts a dialect input object (an updatedInput) back to

@@ -1,13 +1,17 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dshq/dsh/bash"
+	"github.com/dshq/dsh/llm"
 )
 
 // Output is one hook's decoded answer.
@@ -22,29 +26,44 @@ type Output struct {
 	SystemMessage     string
 	AdditionalContext string
 	UpdatedInput      json.RawMessage
+	// UpdatedOutput replaces a tool's output (PostToolUse's
+	// updatedToolOutput or updatedMCPToolOutput).
+	UpdatedOutput json.RawMessage
 	// Invalid notes a JSON answer that could not be read (reported once).
 	Invalid string
+	// TimedOut reports that the hook ran into its timeout and was killed
+	// (its whole process group) or, for a prompt hook, abandoned.
+	TimedOut bool
 	// Duration of the run (live only; never logged durably).
 	Duration time.Duration
 }
 
-// Decode applies the hook protocol to one run: exit 2 blocks with stderr
-// as the reason; exit 0 may carry JSON (a leading "{" on stdout); any other
-// exit is a non-blocking error.
+// Decode applies the hook protocol to one run, as Claude Code does: stdout
+// that starts with "{" is read as JSON output on every exit code; exit 2
+// blocks whatever the JSON says (its reason is the JSON's blocking reason,
+// or stderr); any other exit without a JSON decision is a non-blocking
+// error.
 func Decode(exit *int, stdout, stderr, event string) Output {
-	o := Output{ExitCode: exit, Stdout: strings.TrimSpace(stdout), Stderr: strings.TrimSpace(stderr)}
-	if exit == nil || *exit != 0 {
-		if exit != nil && *exit == 2 {
-			o.Decision, o.Reason = "block", o.Stderr
+	o := decodeJSON(exit, stdout, stderr, event)
+	if exit != nil && *exit == 2 {
+		if o.Decision != "deny" && o.Decision != "block" || o.Reason == "" {
+			o.Reason = o.Stderr
 		}
-		return o
+		o.Decision = "block"
 	}
+	return o
+}
+
+func decodeJSON(exit *int, stdout, stderr, event string) Output {
+	o := Output{ExitCode: exit, Stdout: strings.TrimSpace(stdout), Stderr: strings.TrimSpace(stderr)}
 	if !strings.HasPrefix(o.Stdout, "{") {
 		return o
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(o.Stdout), &raw); err != nil {
-		o.Invalid = "hook printed invalid JSON: " + err.Error()
+		if exit != nil && *exit == 0 {
+			o.Invalid = "hook printed invalid JSON: " + err.Error()
+		}
 		return o
 	}
 	str := func(k string) (string, bool) {
@@ -88,6 +107,12 @@ func Decode(exit *int, stdout, stderr, event string) Output {
 				if u, ok := h["updatedInput"]; ok && len(u) > 0 && u[0] == '{' {
 					o.UpdatedInput = u
 				}
+				for _, k := range []string{"updatedToolOutput", "updatedMCPToolOutput"} {
+					if u, ok := h[k]; ok && len(u) > 0 && string(u) != "null" {
+						o.UpdatedOutput = u
+						break
+					}
+				}
 				// PermissionRequest answers {decision:{behavior:allow|deny, message}}.
 				var pr struct {
 					Behavior string `json:"behavior"`
@@ -111,6 +136,10 @@ type Merged struct {
 	Contexts       []string
 	SystemMessages []string
 	UpdatedInput   json.RawMessage
+	UpdatedOutput  json.RawMessage
+	// Notices tell the model about hooks that timed out (set by the
+	// bridge).
+	Notices []string
 	// Conflicts reports later rewrites that disagreed with the first.
 	Conflicts []string
 }
@@ -153,6 +182,9 @@ func Merge(outs []Output) Merged {
 		if o.SystemMessage != "" {
 			m.SystemMessages = append(m.SystemMessages, o.SystemMessage)
 		}
+		if o.UpdatedOutput != nil && m.UpdatedOutput == nil {
+			m.UpdatedOutput = o.UpdatedOutput
+		}
 		if o.UpdatedInput != nil {
 			if m.UpdatedInput == nil {
 				m.UpdatedInput = o.UpdatedInput
@@ -185,51 +217,216 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return string(xa) == string(ya)
 }
 
-// Runner executes hooks through the bash seam.
+// PromptFunc makes one model call for a prompt hook: the system prompt and
+// the hook's prompt go to model (the session's, or the one the hook names),
+// and the answer's text comes back.
+type PromptFunc func(ctx context.Context, model, system, prompt string) (string, error)
+
+// ModelPrompter evaluates prompt hooks with svc.
+func ModelPrompter(svc *llm.Service) PromptFunc {
+	return func(ctx context.Context, model, system, prompt string) (string, error) {
+		stream, err := svc.Stream(ctx, &llm.Request{Model: model, System: system, MaxTokens: 1024,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text(prompt)}}}})
+		if err != nil {
+			return "", err
+		}
+		var as llm.Assembler
+		for ch, err := range stream {
+			if err != nil {
+				return "", err
+			}
+			if _, _, err := as.Push(ch); err != nil {
+				return "", err
+			}
+		}
+		if f := as.Finish(); f.Kind == llm.FinishError || f.Kind == llm.FinishAborted {
+			return "", fmt.Errorf("the model call failed: %s", firstNonEmpty(f.Message, string(f.Kind)))
+		}
+		blocks, err := as.Blocks()
+		if err != nil {
+			return "", err
+		}
+		return llm.TextOf(blocks), nil
+	}
+}
+
+// promptSystem tells the evaluating model what a prompt hook expects.
+const promptSystem = `You evaluate a hook of a coding agent. You get the hook's instructions and the JSON input of the event that fired it.
+Answer with one JSON object and nothing else: {"ok": true} when the condition holds or the action may proceed, or {"ok": false, "reason": "why, addressed to the agent"} when it does not. Add "impossible": true to ok:false only when the condition can never be met.`
+
+// Runner executes hooks: commands through the bash seam, prompts through
+// a model call.
 type Runner struct {
 	Exec bash.Executor
-	// DefaultTimeout applies to hooks without their own (600 s).
-	DefaultTimeout time.Duration
+	// Prompt evaluates prompt hooks. Nil: prompt hooks cannot decide and
+	// fail open (see runPrompt).
+	Prompt PromptFunc
 }
 
 // Run executes hooks concurrently (both dialects run matched hooks
-// together) and returns their outputs in configuration order.
-func (r Runner) Run(ctx context.Context, hooks []Hook, payload []byte, event, cwd string, env map[string]string) []Output {
+// together) and returns their outputs in configuration order. model is
+// the session's model, for prompt hooks that name none.
+func (r Runner) Run(ctx context.Context, hooks []Hook, payload []byte, event, cwd, model string, env map[string]string) []Output {
 	outs := make([]Output, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i] = r.one(ctx, h, payload, event, cwd, env)
-		}()
+		wg.Go(func() {
+			start := time.Now()
+			if h.Type == TypePrompt {
+				outs[i] = r.runPrompt(ctx, h, payload, event, model)
+			} else {
+				outs[i] = r.runCommand(ctx, h, payload, event, cwd, env)
+			}
+			outs[i].Duration = time.Since(start)
+		})
 	}
 	wg.Wait()
 	return outs
 }
 
-func (r Runner) one(ctx context.Context, h Hook, payload []byte, event, cwd string, env map[string]string) Output {
-	timeout := r.DefaultTimeout
-	if timeout <= 0 {
-		timeout = DefaultTimeoutSeconds * time.Second
-	}
-	if h.Timeout > 0 {
-		timeout = time.Duration(h.Timeout * float64(time.Second))
-	}
-	start := time.Now()
+// runCommand runs a command hook with the payload on stdin. The executor
+// runs it in a session of its own and, at the timeout, kills that whole
+// session (the hook and whatever it started); what the hook leaves running
+// when it exits is killed too, so nothing a hook forks holds dsh up.
+func (r Runner) runCommand(ctx context.Context, h Hook, payload []byte, event, cwd string, env map[string]string) Output {
+	timeout := h.timeout(event)
 	res, err := r.Exec.Run(ctx, bash.ExecRequest{Command: h.Command, Workdir: cwd, Timeout: timeout, Stdin: payload, Env: env})
 	if err != nil {
-		o := Decode(nil, "", err.Error(), event)
-		o.Duration = time.Since(start)
+		return Decode(nil, "", err.Error(), event)
+	}
+	if res.TimedOut {
+		o := Decode(nil, res.Stdout.Text, strings.TrimSpace(res.Stderr.Text+"\n"+timeoutMessage(h, event)), event)
+		o.TimedOut = true
 		return o
 	}
-	exit := res.ExitCode
-	stderr := res.Stderr.Text
-	if res.TimedOut {
-		exit = nil
-		stderr = strings.TrimSpace(stderr + "\nhook timed out after " + timeout.String() + " and was killed")
+	if res.Aborted {
+		return Decode(nil, res.Stdout.Text, strings.TrimSpace(res.Stderr.Text+"\nhook was stopped: "+context.Cause(ctx).Error()), event)
 	}
-	o := Decode(exit, res.Stdout.Text, stderr, event)
-	o.Duration = time.Since(start)
+	return Decode(res.ExitCode, res.Stdout.Text, res.Stderr.Text, event)
+}
+
+// timeoutMessage is what the agent and the user are told of a hook that
+// ran out of time.
+func timeoutMessage(h Hook, event string) string {
+	return fmt.Sprintf("%s hook %q timed out after %s and was stopped", event, h.Label(), seconds(h.timeout(event)))
+}
+
+func seconds(d time.Duration) string {
+	s := strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	return s + " s"
+}
+
+// runPrompt evaluates a prompt hook: one model call whose JSON answer
+// ({"ok", "reason", "impossible"}) becomes the hook's decision, with what
+// "ok": false means on each event (see promptDecision).
+//
+// A prompt hook that cannot decide — no model, a failed or timed-out
+// call, an answer that is not the JSON asked for — fails open: the action
+// proceeds, as it does for a command hook that errs without exit code 2,
+// and the failure is reported (log, stderr, `dsh doctor` cannot know it
+// ahead). A policy that must hold belongs in permission rules or a command
+// hook, which fail closed on exit 2.
+func (r Runner) runPrompt(ctx context.Context, h Hook, payload []byte, event, model string) Output {
+	if h.Model != "" {
+		model = h.Model
+	}
+	fail := func(why string) Output {
+		o := Output{Invalid: fmt.Sprintf("prompt hook could not decide (%s); the action proceeds (prompt hooks fail open)", why)}
+		return o
+	}
+	if r.Prompt == nil {
+		return fail("no model is available to evaluate it")
+	}
+	if model == "" {
+		return fail("no model is configured")
+	}
+	text := h.Prompt
+	if strings.Contains(text, "$ARGUMENTS") {
+		text = strings.ReplaceAll(text, "$ARGUMENTS", string(bytes.TrimSpace(payload)))
+	} else {
+		text += "\n\n" + string(bytes.TrimSpace(payload))
+	}
+	timeout := h.timeout(event)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	answer, err := r.Prompt(cctx, model, promptSystem, text)
+	if err != nil {
+		if ctx.Err() == nil && cctx.Err() != nil {
+			o := fail("timed out after " + seconds(timeout))
+			o.TimedOut = true
+			o.Stderr = timeoutMessage(h, event)
+			return o
+		}
+		return fail(err.Error())
+	}
+	var v struct {
+		OK         *bool  `json:"ok"`
+		Reason     string `json:"reason"`
+		Impossible bool   `json:"impossible"`
+	}
+	obj := jsonObject(answer)
+	if obj == "" || json.Unmarshal([]byte(obj), &v) != nil || v.OK == nil {
+		return fail(fmt.Sprintf("the model did not answer with {\"ok\": …}: %.200q", answer))
+	}
+	zero := 0
+	o := Output{ExitCode: &zero, Stdout: obj}
+	if *v.OK {
+		return o
+	}
+	reason := firstNonEmpty(v.Reason, "a prompt hook said no")
+	promptDecision(&o, h, event, reason, v.Impossible)
 	return o
+}
+
+// promptDecision maps a prompt hook's "ok": false onto the event, as
+// Claude Code does: Stop and SubagentStop continue with the reason as the
+// next instruction (unless the model said the condition is impossible);
+// PreToolUse denies the call and, without continueOnBlock, ends the turn;
+// PostToolUse ends the turn, or with continueOnBlock feeds the reason back;
+// PostToolUseFailure adds the reason to the error; UserPromptSubmit rejects
+// the prompt; PermissionRequest ignores it.
+func promptDecision(o *Output, h Hook, event, reason string, impossible bool) {
+	stop := func() {
+		f := false
+		o.Continue, o.StopReason = &f, reason
+	}
+	switch event {
+	case "Stop", "SubagentStop":
+		if !impossible {
+			o.Decision, o.Reason = "block", reason
+		}
+	case "PreToolUse":
+		o.Decision, o.Reason = "deny", reason
+		if !h.ContinueOnBlock {
+			stop()
+		}
+	case "PostToolUse":
+		if h.ContinueOnBlock {
+			o.Decision, o.Reason = "block", reason
+		} else {
+			stop()
+		}
+	case "PostToolUseFailure":
+		o.AdditionalContext = reason
+	case "UserPromptSubmit":
+		o.Decision, o.Reason = "block", reason
+	}
+}
+
+// jsonObject returns the first complete JSON object in s (models wrap
+// answers in prose or code fences), or "".
+func jsonObject(s string) string {
+	for i := strings.IndexByte(s, '{'); i >= 0; {
+		dec := json.NewDecoder(strings.NewReader(s[i:]))
+		var raw json.RawMessage
+		if dec.Decode(&raw) == nil && len(raw) > 0 && raw[0] == '{' {
+			return string(raw)
+		}
+		j := strings.IndexByte(s[i+1:], '{')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return ""
 }

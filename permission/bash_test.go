@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/dshq/dsh/settings"
 )
 
 const userSettings = "/home/u/.dsh/settings.json"
@@ -191,7 +189,7 @@ func TestBashCommandLines(t *testing.T) {
 	}
 	byMode := map[Mode]*Checker{}
 	for _, m := range Modes {
-		byMode[m] = mustNew(t, Config{Mode: m, ModeSource: settings.LayerCLI, Rules: bashRules(), Home: e.home, Cwd: e.root})
+		byMode[m] = mustNew(t, Config{Mode: m, ModeSource: LayerCLI, Rules: bashRules(), Home: e.home, Cwd: e.root})
 	}
 	ctx := context.Background()
 	for _, tt := range tests {
@@ -521,7 +519,7 @@ func TestBashReviewedBypasses(t *testing.T) {
 		var r []Rule
 		r = append(r, rules(Allow, userSettings, tt.rules.allow...)...)
 		r = append(r, rules(Deny, "/p/.dsh/settings.json", tt.rules.deny...)...)
-		c := mustNew(t, Config{Mode: tt.mode, ModeSource: settings.LayerCLI, Rules: r, Home: e.home, Cwd: e.root})
+		c := mustNew(t, Config{Mode: tt.mode, ModeSource: LayerCLI, Rules: r, Home: e.home, Cwd: e.root})
 		t.Run(string(tt.mode)+"/"+tt.line, func(t *testing.T) {
 			d := c.Decide(ctx, bashCall(tt.line), e.root)
 			if d.Behavior != tt.want {

@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/dshq/dsh/internal/ownership"
-	"github.com/dshq/dsh/settings"
-
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
@@ -303,7 +301,7 @@ func TestAddSessionRuleRecordsInsideATurn(t *testing.T) {
 }
 
 func TestExitPlanModeThroughTheRegistry(t *testing.T) {
-	r := newRig(t, Config{Mode: ModeAcceptEdits, ModeSource: settings.LayerUser})
+	r := newRig(t, Config{Mode: ModeAcceptEdits, ModeSource: LayerUser})
 	r.install()
 	ctx := context.Background()
 	render := func() string {

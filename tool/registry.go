@@ -53,6 +53,14 @@ type Context struct {
 type PostInput struct {
 	Call   Call
 	Result Result
+	// Ran reports that the tool itself was invoked. It is false for calls
+	// that were denied, not approved, named no visible tool or failed
+	// argument validation: their error result never came from the tool
+	// (Claude Code's PostToolUseFailure fires only for tools that ran).
+	Ran bool
+	// Duration is the tool's run time (zero when it did not run); it
+	// excludes the gate and the approval.
+	Duration time.Duration
 }
 
 // PostDecision is a post-execute verdict: accept (optionally replacing the
@@ -400,6 +408,7 @@ func (r *Registry) Finish(ctx context.Context, p *Pending, opts ExecOptions) Out
 	out := Outcome{Call: p.Call, Original: p.Original, Decision: p.Decision}
 	var res Result
 	var info *ErrorInfo
+	var run ran
 	switch p.Decision.Kind {
 	case Deny:
 		res = ErrorResult("Error: " + p.Decision.Reason)
@@ -410,12 +419,12 @@ func (r *Registry) Finish(ctx context.Context, p *Pending, opts ExecOptions) Out
 			res = ErrorResult("Error: " + a.Reason)
 			break
 		}
-		res, info = r.dispatch(ctx, p, opts)
+		res, info = r.dispatch(ctx, p, opts, &run)
 	default:
-		res, info = r.dispatch(ctx, p, opts)
+		res, info = r.dispatch(ctx, p, opts, &run)
 	}
 	out.Result, out.Error = res, info
-	r.post(ctx, p, &out)
+	r.post(ctx, p, &out, run)
 	out.Duration = r.now().Sub(p.start)
 	_ = r.Observed.EmitAll(ctx, out)
 	return out
@@ -468,7 +477,13 @@ func safeApprove(ctx context.Context, ap Approver, req ApprovalRequest) (a Appro
 	return ap.Approve(ctx, req)
 }
 
-func (r *Registry) dispatch(ctx context.Context, p *Pending, opts ExecOptions) (Result, *ErrorInfo) {
+// ran records whether and how long dispatch ran the tool itself.
+type ran struct {
+	ok       bool
+	duration time.Duration
+}
+
+func (r *Registry) dispatch(ctx context.Context, p *Pending, opts ExecOptions, run *ran) (Result, *ErrorInfo) {
 	res, err := r.Wrap.Run(ctx, private(p.Call), func(ctx context.Context, _ Call) (Result, error) {
 		// The wrapper may change the context (deadlines, retries) but not
 		// the call: what runs is the pending call the audit log recorded.
@@ -484,6 +499,9 @@ func (r *Registry) dispatch(ctx context.Context, p *Pending, opts ExecOptions) (
 			return Result{}, err
 		}
 		// Set again: a wrapper may have passed a context of its own.
+		start := r.now()
+		run.ok = true
+		defer func() { run.duration += r.now().Sub(start) }()
 		return t.Run(withVisible(ctx, opts.Visible), call)
 	})
 	if err != nil {
@@ -516,12 +534,12 @@ func errorResult(err error) (Result, *ErrorInfo) {
 	return res, nil
 }
 
-func (r *Registry) post(ctx context.Context, p *Pending, out *Outcome) {
+func (r *Registry) post(ctx context.Context, p *Pending, out *Outcome, run ran) {
 	in := PostInput{Call: private(p.Call), Result: Result{
 		Content: llm.CloneBlocks(out.Result.Content),
 		Meta:    append(json.RawMessage(nil), out.Result.Meta...),
 		IsError: out.Result.IsError,
-	}}
+	}, Ran: run.ok, Duration: run.duration}
 	d, err := r.PostExecute.Run(ctx, in, func(context.Context, PostInput) (PostDecision, error) {
 		return PostDecision{}, nil
 	})

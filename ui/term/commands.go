@@ -13,6 +13,7 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/compact"
+	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
@@ -49,7 +50,7 @@ func (u *ui) command(line string) {
 			u.tr.Note(u.st.Warn("a turn is running: interrupt it first (esc or ctrl-c)"))
 			return
 		}
-		if err := u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Start(ctx, u) }, ""); err == nil {
+		if err := u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Start(ctx, u) }, "", hooks.EndClear); err == nil {
 			u.tr.Note(u.st.Dim("── new session " + string(u.cur.Load().sess.ID()) + " ──"))
 		}
 	case "compact":
@@ -191,7 +192,7 @@ func (u *ui) resumeCmd(arg string) {
 		return
 	}
 	_ = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Resume(ctx, session.ID(id), u) },
-		"── resumed session "+id+" ──")
+		"── resumed session "+id+" ──", hooks.EndResume)
 }
 
 // ago formats a past time: "just now", "5m ago", "3h ago", "2006-01-02".
@@ -303,11 +304,18 @@ func (u *ui) permissionsCmd(arg string) {
 		return
 	}
 	if p == nil {
-		u.tr.Note("permission mode: default (no permission layer is installed)")
+		var lines []string
+		if u.o.Permissions != nil {
+			lines = u.o.Permissions()
+		}
+		if len(lines) == 0 {
+			lines = []string{"permission mode: default (no permission layer is installed)"}
+		}
+		u.tr.Note(strings.Join(lines, "\n"))
 		return
 	}
 	var b strings.Builder
-	b.WriteString("permission mode: " + u.st.Bold(string(p.Mode())) + u.st.Dim("  (switch: /permissions mode <m> or shift-tab; modes: "+permission.ModeNames()+")") + "\n")
+	b.WriteString("permission mode: " + u.st.Bold(string(p.Mode())) + u.st.Dim("  (switch: /permissions mode <m> or shift-tab; modes: default, acceptEdits, plan, bypassPermissions)") + "\n")
 	var id string
 	if c := u.cur.Load(); c != nil {
 		id = string(c.sess.ID())
@@ -354,7 +362,7 @@ func (u *ui) permissionsCmd(arg string) {
 	u.tr.Note(b.String())
 }
 
-var permissionsUsage = "usage: /permissions [mode " + strings.ReplaceAll(permission.ModeNames(), ", ", "|") + " | allow|ask|deny <rule> | remove <rule>]"
+const permissionsUsage = "usage: /permissions [mode default|acceptEdits|plan|bypassPermissions | allow|ask|deny <rule> | remove <rule>]"
 
 // ruleCmd adds or removes a session rule of the current session: it is
 // recorded in the session's log, so a resumed session keeps it.

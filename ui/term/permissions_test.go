@@ -7,27 +7,16 @@ import (
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
-	"github.com/dshq/dsh/settings"
 )
 
-// withChecker configures permission rules, each from the settings file
-// its Source names.
+// withChecker installs a permission layer with rules from two files.
 func withChecker(t *testing.T, rules ...permission.Rule) func(*app.Options) {
 	return func(o *app.Options) {
-		var layers []settings.File
-		for _, r := range rules {
-			var s permission.Settings
-			switch r.Behavior {
-			case permission.Allow:
-				s.Allow = []string{r.Text}
-			case permission.Ask:
-				s.Ask = []string{r.Text}
-			case permission.Deny:
-				s.Deny = []string{r.Text}
-			}
-			layers = append(layers, permission.Key.In(settings.LayerUser, r.Source, s))
+		c, err := permission.New(permission.Config{Cwd: o.Cwd, Home: o.Home, Rules: rules})
+		if err != nil {
+			t.Fatal(err)
 		}
-		o.Config = testConfig(t, layers...)
+		o.Permission = c
 	}
 }
 

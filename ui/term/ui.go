@@ -29,9 +29,9 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
-	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/tool"
@@ -61,6 +61,9 @@ type Options struct {
 	NoColor bool
 	// Version is shown in the banner.
 	Version string
+	// Permissions describes the permission mode and rules for
+	// /permissions; nil shows a placeholder.
+	Permissions func() []string
 	// Cwd is the working directory shown in the status line (default: the
 	// session's).
 	Cwd string
@@ -257,9 +260,9 @@ func Run(ctx context.Context, o Options) error {
 	u.banner()
 	var err error
 	if o.Resume != "" {
-		err = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Resume(ctx, o.Resume, u) }, "")
+		err = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Resume(ctx, o.Resume, u) }, "", hooks.EndOther)
 	} else {
-		err = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Start(ctx, u) }, "")
+		err = u.switchTo(func(ctx context.Context) (*agent.Handle, error) { return u.app.Start(ctx, u) }, "", hooks.EndOther)
 	}
 	if err != nil {
 		u.draw()
@@ -668,7 +671,9 @@ func (u *ui) submit(text string) {
 
 // switchTo replaces the current agent by the one start makes, and replays
 // the new session's stored events.
-func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner string) error {
+// endReason is why the old agent's session ends (its SessionEnd hooks'
+// reason: clear or resume).
+func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner, endReason string) error {
 	h, err := start(u.ctx)
 	if err != nil {
 		u.tr.Note(u.st.Err(sanitize(err.Error())))
@@ -679,6 +684,7 @@ func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner
 		// The old agent goes after the new one is published, so its
 		// closing events are ignored and a failed switch keeps it.
 		if old != nil {
+			u.app.SetEndReason(old.ag.ID(), endReason)
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), 10*time.Second)
 			_ = old.h.Dispose(dctx)
 			cancel()
@@ -890,7 +896,7 @@ func (u *ui) statusLine() string {
 		return u.st.Dim("  esc or ctrl-c to interrupt · enter to steer")
 	}
 	parts := []string{u.modelLabel()}
-	if m := u.mode(); m != "" && m != string(permission.ModeDefault) {
+	if m := u.mode(); m != "" && m != "default" {
 		parts = append(parts, u.st.Warn("⏵⏵ "+m)+u.st.Dim(" (shift-tab)"))
 	}
 	if u.tr.Turns > 0 {
@@ -984,6 +990,14 @@ func (u *ui) shutdown() {
 	_, _ = io.WriteString(u.out, u.scr.Frame(u.tr.Take(), nil, -1, 0, u.height()))
 	_, _ = io.WriteString(u.out, u.scr.Clear())
 	if c != nil {
+		// The user quitting from the prompt (/exit, ctrl-d) is Claude Code's
+		// prompt_input_exit; anything else (a signal, the terminal closing)
+		// is "other".
+		reason := hooks.EndOther
+		if u.quit {
+			reason = hooks.EndPromptInputExit
+		}
+		u.app.SetEndReason(c.ag.ID(), reason)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), 10*time.Second)
 		_ = c.h.Dispose(dctx)
 		cancel()

@@ -1,0 +1,401 @@
+// Package transcript keeps a Claude Code-format transcript of every live
+// session, the file hook payloads name as transcript_path: JSONL lines of
+// type user, assistant and system, each with Claude Code's envelope (uuid,
+// parentUuid, sessionId, timestamp, cwd, isSidechain, userType, version)
+// around a message in Anthropic's content-block shape (text, thinking,
+// tool_use, tool_result), tool results carrying Claude Code's structured
+// toolUseResult. Hooks written for Claude Code — a Stop hook that greps
+// the last assistant line for a marker, a chat logger — read it unchanged.
+//
+// The transcript is derived, never a source: the session log stays the
+// record. When a session goes live (created, resumed, forked) its file is
+// rewritten from the log, then each new event is appended as it happens,
+// synchronously on the appending goroutine, so a Stop hook sees the final
+// assistant message. Ids are derived from the session and event, so a
+// resumed session's rewrite reproduces the same lines. dsh never reads the
+// file back.
+package transcript
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dshq/dsh/internal/claudemsg"
+	"github.com/dshq/dsh/internal/private"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
+)
+
+// Dir is the transcripts' directory under $DSH_HOME.
+const Dir = "transcripts"
+
+// Writer writes the transcripts of a set of live sessions.
+type Writer struct {
+	dir     string
+	version string
+	log     *slog.Logger
+	live    *session.Live
+
+	mu    sync.Mutex
+	files map[session.ID]*file
+}
+
+// file is one session's open transcript and what converting its next
+// events needs.
+type file struct {
+	mu    sync.Mutex
+	f     *os.File
+	next  int64  // the next seq to write
+	prev  string // the uuid of the last line (the next line's parentUuid)
+	conv  claudemsg.Converter
+	calls map[llm.CallID]session.ToolCall
+	todos json.RawMessage // the current todo list
+	old   json.RawMessage // the list before the last todo_write
+	env   envelope
+	bad   bool // a write failed: stop writing, the log said so once
+}
+
+// envelope is the part of every line that names the session.
+type envelope struct {
+	sessionID string
+	agentID   string // set for a subagent's transcript (a sidechain)
+	cwd       string
+}
+
+// New returns a writer keeping transcripts in dir (normally
+// $DSH_HOME/transcripts). version is written as each line's "version".
+func New(dir, version string, log *slog.Logger) *Writer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{dir: dir, version: version, log: log, files: map[session.ID]*file{}}
+}
+
+// Path is the transcript of a session: stable, whether or not it is live.
+func (w *Writer) Path(id session.ID) string {
+	return filepath.Join(w.dir, safeName(string(id))+".jsonl")
+}
+
+// safeName keeps a session id usable as a file name (ids are generated,
+// but a resumed id comes from the user).
+func safeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 || r == '\\' {
+			return '_'
+		}
+		return r
+	}, id)
+}
+
+// Install writes the transcripts of live's sessions until scope closes.
+func (w *Writer) Install(scope *kernel.Scope, live *session.Live) error {
+	w.live = live
+	name := kernel.Named("transcript")
+	if err := scope.Add(live.Created.Listen(w.created, name)); err != nil {
+		return err
+	}
+	if err := scope.Add(live.Appended.Listen(w.appended, name)); err != nil {
+		return err
+	}
+	return scope.Defer(w.close)
+}
+
+// created rewrites a session's transcript from its log (its seed, for a
+// resumed or forked session) and keeps the file open for appends.
+func (w *Writer) created(_ context.Context, s *session.Session) error {
+	fl, err := w.open(s)
+	if err != nil {
+		w.log.Warn("transcript: cannot write the transcript", "session", s.ID(), "err", err)
+		return nil
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for _, e := range s.Events() {
+		w.write(fl, e)
+	}
+	return nil
+}
+
+func (w *Writer) appended(_ context.Context, ap session.Appended) error {
+	w.mu.Lock()
+	fl := w.files[ap.Session.ID()]
+	w.mu.Unlock()
+	if fl == nil {
+		return nil
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	w.write(fl, ap.Event)
+	return nil
+}
+
+func (w *Writer) open(s *session.Session) (*file, error) {
+	if err := private.MkdirAll(w.dir); err != nil {
+		return nil, err
+	}
+	path := w.Path(s.ID())
+	// Rewrite through a temporary file, so a reader never sees a
+	// half-written transcript and an older one is replaced whole.
+	tmp, err := private.CreateTemp(w.dir, ".transcript-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	f, err := private.OpenFile(path, os.O_WRONLY|os.O_APPEND)
+	if err != nil {
+		return nil, err
+	}
+	env := envelope{sessionID: string(s.ID()), cwd: s.Cwd()}
+	if s.Header().ParentSession != "" {
+		env.sessionID, env.agentID = string(w.root(s)), string(s.ID())
+	}
+	fl := &file{f: f, conv: claudemsg.Converter{Session: string(s.ID())}, calls: map[llm.CallID]session.ToolCall{}, env: env}
+	w.mu.Lock()
+	if old := w.files[s.ID()]; old != nil {
+		old.f.Close()
+	}
+	w.files[s.ID()] = fl
+	w.mu.Unlock()
+	return fl, nil
+}
+
+// root is the top-level session a child descends from (Claude Code's
+// subagent transcripts carry the main session's id).
+func (w *Writer) root(s *session.Session) session.ID {
+	id := s.Header().ParentSession
+	for range 16 {
+		p, ok := w.live.Get(id)
+		if !ok || p.Header().ParentSession == "" {
+			break
+		}
+		id = p.Header().ParentSession
+	}
+	return id
+}
+
+func (w *Writer) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, fl := range w.files {
+		fl.mu.Lock()
+		fl.f.Close()
+		fl.mu.Unlock()
+		delete(w.files, id)
+	}
+	return nil
+}
+
+// write converts one event and appends its lines.
+func (w *Writer) write(fl *file, e session.Event) {
+	if fl.bad || e.Seq < fl.next {
+		return
+	}
+	fl.next = e.Seq + 1
+	lines := w.lines(fl, e)
+	if len(lines) == 0 {
+		return
+	}
+	bw := bufio.NewWriter(fl.f)
+	for _, l := range lines {
+		b, err := json.Marshal(l)
+		if err != nil {
+			continue
+		}
+		bw.Write(b)
+		bw.WriteByte('\n')
+	}
+	if err := bw.Flush(); err != nil {
+		fl.bad = true
+		w.log.Warn("transcript: writing failed; this session's transcript stops here", "path", fl.f.Name(), "err", err)
+	}
+}
+
+// line is one transcript line. Field order follows Claude Code's.
+type line struct {
+	ParentUUID    *string `json:"parentUuid"`
+	IsSidechain   bool    `json:"isSidechain"`
+	UserType      string  `json:"userType"`
+	Cwd           string  `json:"cwd"`
+	SessionID     string  `json:"sessionId"`
+	Version       string  `json:"version"`
+	GitBranch     string  `json:"gitBranch"`
+	AgentID       string  `json:"agentId,omitempty"`
+	Type          string  `json:"type"`
+	Subtype       string  `json:"subtype,omitempty"`
+	Message       any     `json:"message,omitempty"`
+	Content       string  `json:"content,omitempty"`
+	Level         string  `json:"level,omitempty"`
+	IsMeta        bool    `json:"isMeta,omitempty"`
+	IsCompact     bool    `json:"isCompactSummary,omitempty"`
+	ToolUseResult any     `json:"toolUseResult,omitempty"`
+	UUID          string  `json:"uuid"`
+	Timestamp     string  `json:"timestamp"`
+	RequestID     string  `json:"requestId,omitempty"`
+}
+
+func (w *Writer) base(fl *file, e session.Event, uuid, typ string) line {
+	l := line{IsSidechain: fl.env.agentID != "", UserType: "external", Cwd: fl.env.cwd, SessionID: fl.env.sessionID,
+		Version: w.version, AgentID: fl.env.agentID, Type: typ, UUID: uuid, Timestamp: timestamp(e.Time)}
+	if fl.prev != "" {
+		p := fl.prev
+		l.ParentUUID = &p
+	}
+	fl.prev = uuid
+	return l
+}
+
+func timestamp(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// lines are an event's transcript lines: the conversation (prompts,
+// assistant blocks, tool results, context dsh added), compaction
+// boundaries and how a turn ended when it did not complete.
+func (w *Writer) lines(fl *file, e session.Event) []line {
+	replaced := e.SurfaceOp != nil && e.SurfaceOp.Replace
+	switch e.Type {
+	case session.TypeToolCall:
+		if tc, err := session.Decode[session.ToolCall](e); err == nil {
+			fl.calls[tc.CallID] = tc
+		}
+		return nil
+	case "todo/write":
+		var tw struct {
+			Todos json.RawMessage `json:"todos"`
+		}
+		if json.Unmarshal(e.Data, &tw) == nil && len(tw.Todos) > 0 {
+			fl.old, fl.todos = fl.todos, tw.Todos
+		}
+		return nil
+	case session.TypeTurnEnd:
+		te, err := session.Decode[session.TurnEnd](e)
+		if err != nil || te.Reason.Kind == session.EndCompleted {
+			return nil
+		}
+		l := w.base(fl, e, claudemsg.UUID(fl.conv.Session, strconv.FormatInt(e.Seq, 10)), "system")
+		l.Subtype, l.Level = "informational", "info"
+		switch te.Reason.Kind {
+		case session.EndError:
+			l.Subtype, l.Level, l.Content = "api_error", "error", "Turn failed: "+te.Reason.Message
+		case session.EndAborted, session.EndInterrupted:
+			l.Content = "[Request interrupted by user]"
+		default:
+			l.Content = "Turn ended: " + te.Reason.Kind
+		}
+		return []line{l}
+	case session.TypePromptBlocked:
+		pb, err := session.Decode[session.PromptBlocked](e)
+		if err != nil {
+			return nil
+		}
+		l := w.base(fl, e, claudemsg.UUID(fl.conv.Session, strconv.FormatInt(e.Seq, 10)), "system")
+		l.Subtype, l.Level, l.Content = "informational", "warning", "Prompt blocked by a hook: "+pb.Reason
+		return []line{l}
+	case session.TypeToolResult:
+		if replaced {
+			return nil // a pruned copy; the result is already in the transcript
+		}
+	case session.TypeAssistantMessage:
+		if replaced {
+			return nil
+		}
+	}
+	entries := fl.conv.Event(e)
+	var out []line
+	if replaced && len(entries) > 0 {
+		l := w.base(fl, e, claudemsg.UUID(fl.conv.Session, strconv.FormatInt(e.Seq, 10), "boundary"), "system")
+		l.Subtype, l.Level, l.Content = "compact_boundary", "info", "Conversation compacted"
+		out = append(out, l)
+	}
+	for _, en := range entries {
+		l := w.base(fl, e, en.UUID, en.Kind)
+		switch en.Kind {
+		case claudemsg.KindAssistant:
+			m := *en.Assistant
+			m.Content = absolute(m.Content, fl.env.cwd)
+			l.Message = m
+		default:
+			m := *en.User
+			m.Content = absolute(m.Content, fl.env.cwd)
+			l.Message = userMessage(m, en.Prompt)
+			l.IsMeta = en.Meta
+			l.IsCompact = replaced
+			if e.Type == session.TypeToolResult {
+				l.ToolUseResult = w.toolUseResult(fl, e)
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// userMessage writes a typed prompt's text as one string, as Claude Code
+// records a prompt; anything else keeps its blocks.
+func userMessage(m claudemsg.UserMessage, prompt bool) any {
+	if prompt && len(m.Content) == 1 && m.Content[0].Type == "text" {
+		return struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{m.Role, m.Content[0].Text}
+	}
+	return m
+}
+
+// absolute gives tool_use inputs absolute file paths, as Claude Code's
+// transcripts (and hooks) have them.
+func absolute(bs []claudemsg.Block, cwd string) []claudemsg.Block {
+	out, copied := bs, false
+	for i, b := range bs {
+		if b.Type != "tool_use" {
+			continue
+		}
+		if in := claudemsg.AbsInput(claudemsg.DshToolName(b.Name), b.Input, cwd); string(in) != string(b.Input) {
+			if !copied {
+				out, copied = append([]claudemsg.Block(nil), bs...), true
+			}
+			out[i].Input = in
+		}
+	}
+	return out
+}
+
+// toolUseResult is Claude Code's structured result of the call a tool
+// result answers (a failed call's is its error text).
+func (w *Writer) toolUseResult(fl *file, e session.Event) any {
+	tr, err := session.Decode[session.ToolResult](e)
+	if err != nil {
+		return nil
+	}
+	tc, ok := fl.calls[tr.CallID]
+	delete(fl.calls, tr.CallID)
+	if tr.IsError {
+		return "Error: " + strings.TrimPrefix(llm.TextOf(tr.Content), "Error: ")
+	}
+	if !ok {
+		return nil
+	}
+	c := claudemsg.Call{Name: tc.Name, Args: json.RawMessage(tc.Arguments), Cwd: fl.env.cwd}
+	if tc.Name == "todo_write" {
+		c.PreviousTodos = fl.old
+	}
+	return claudemsg.ToolResponse(c, claudemsg.Outcome{Content: tr.Content, Meta: tr.Meta, IsError: tr.IsError})
+}
+
+// String describes the writer (for logs).
+func (w *Writer) String() string { return fmt.Sprintf("transcripts in %s", w.dir) }
