@@ -38,7 +38,7 @@ var benchLine = strings.Join([]string{
 	"cat go.mod", "grep -rn TODO src | sort", "rg --files | tail -3", "find . -name '*.go'",
 	"go vet ./...", "go test ./... -run TestX", "npm run lint", "make build", "jq .name package.json",
 	"sed -n 1,10p README.md",
-}, " && ") + "; (cut -d: -f1 /etc/passwd) || echo $(git show HEAD --stat)"
+}, " && ") + "; (cut -d: -f1 go.sum) || echo $(git show HEAD --stat)"
 
 func BenchmarkDecide(b *testing.B) {
 	e := newEnv(b)

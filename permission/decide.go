@@ -36,6 +36,42 @@ type decider struct {
 
 	realCwd   string
 	realRoots []string
+	// realDirs caches the paths and directories this decision resolved:
+	// a command line names many files in few directories. It lives for
+	// one decision only, so a symbolic link changed later is seen.
+	realDirs map[string]string
+}
+
+// resolve is resolve(abs) for an absolute, clean path, resolving each
+// directory once per decision.
+func (d *decider) resolve(abs string) string {
+	if r, ok := d.realDirs[abs]; ok {
+		return r
+	}
+	if d.realDirs == nil {
+		d.realDirs = make(map[string]string, 16)
+	}
+	r := d.resolveUncached(abs)
+	d.realDirs[abs] = r
+	return r
+}
+
+func (d *decider) resolveUncached(abs string) string {
+	dir, base := filepath.Split(abs)
+	if base == "" || dir == "" {
+		return resolve(abs)
+	}
+	dir = filepath.Clean(dir)
+	rd, ok := d.realDirs[dir]
+	if !ok {
+		rd = resolve(dir)
+		d.realDirs[dir] = rd
+	}
+	real := filepath.Join(rd, base)
+	if fi, err := os.Lstat(real); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return resolve(real)
+	}
+	return real
 }
 
 func (d *decider) deny() []*rule  { return d.rules[2] }
@@ -304,6 +340,18 @@ func (d *decider) path(tool string, op fileOp, abs, real string, dirTool, uncert
 	}
 	if op == opWrite && d.mode == ModePlan {
 		return verdict{behavior: Deny, reason: fmt.Sprintf("plan mode: file changes (%s) are not allowed until the user approves a plan (present it with %s)", what, ExitPlanTool)}
+	}
+	if op == opWrite {
+		if v, ok := d.protectedWrite(abs, real, what); ok {
+			return v
+		}
+	}
+	if uncertain && d.mode == ModeBypass {
+		// A relative path after a cd to somewhere known only at run time
+		// may be any file: a deny or ask rule about such files must hold.
+		if r := d.anyPathRule(tool); r != nil {
+			return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%s after changing directory to a place known only at run time: it may be a file permission rule %s from %s covers", what, r.Text, r.Source)}
+		}
 	}
 	if !uncertain {
 		if r := d.firstRule(d.allow(), tool, func(r *rule) bool { return d.pathMatch(r, abs, real, true) }); r != nil {

@@ -91,7 +91,7 @@ func bashRule(rs []*rule, views []analysis.View, strict bool) (*rule, match) {
 }
 
 // bash decides a command line: every simple command it would run and every
-// file it redirects to must be allowed for the line to be allowed; one
+// file it reads or writes must be allowed for the line to be allowed; one
 // denied part denies the line.
 func (d *decider) bash() verdict {
 	a := d.args()
@@ -104,41 +104,158 @@ func (d *decider) bash() verdict {
 		base = absPath(wd, d.cwd)
 	}
 	an := analysis.Analyze(line, d.c.home)
-	vs := make([]verdict, 0, len(an.Commands)+len(an.Writes)+len(an.Problems))
+	ld := d.lineDirs(an, base)
+	vs := make([]verdict, 0, len(an.Commands)+len(an.Writes)+len(an.Reads)+len(an.Problems))
+	add := func(v verdict) bool {
+		vs = append(vs, v)
+		return v.behavior == Deny
+	}
 	for i := range an.Commands {
-		v := d.bashCommand(&an.Commands[i])
-		if v.behavior == Deny {
+		if v := d.bashCommand(&an.Commands[i], ld); add(v) {
 			return v // a deny on any part denies the line; nothing else matters
 		}
-		vs = append(vs, v)
 	}
 	for _, t := range an.Writes {
-		uncertain := an.Chdir && !filepath.IsAbs(t.Path)
-		abs := absPath(t.Path, base)
-		v := d.path(toolWrite, opWrite, abs, resolve(abs), false, uncertain)
+		v := d.access(toolWrite, opWrite, t.Path, ld)
 		v.reason = fmt.Sprintf("%q: %s", t.Text, v.reason)
+		if add(v) {
+			return v
+		}
+	}
+	for _, t := range an.Reads {
+		v := d.redirectRead(t, ld)
+		if add(v) {
+			return v
+		}
+	}
+	for _, t := range an.Network {
+		if add(d.network(t)) {
+			return vs[len(vs)-1]
+		}
+	}
+	if an.Links {
+		if r := d.anyPathRule(toolRead, toolWrite); r != nil {
+			add(verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q creates links, so the files it uses after that may not be the ones named, and permission rule %s from %s may cover them", line, r.Text, r.Source)})
+		}
+	}
+	for _, p := range an.Problems {
+		add(d.problem(line, p))
+	}
+	if an.DynamicWrite {
+		if v, ok := d.dynamicWrite(line); ok {
+			add(v)
+		}
+	}
+	return combine(vs)
+}
+
+// lineDirs are the directories a line's commands may run in.
+type lineDirs struct {
+	// dirs are absolute: the starting directory first.
+	dirs []string
+	// unknown: a cd leads somewhere known only at run time.
+	unknown bool
+	// outside: some directory is outside the workspace (or unknown).
+	outside bool
+	// where describes the first directory outside, for messages.
+	where string
+}
+
+func (d *decider) lineDirs(an *analysis.Line, base string) *lineDirs {
+	ld := &lineDirs{dirs: []string{base}, unknown: an.DirUnknown}
+	for _, dir := range an.Dirs {
+		ld.dirs = append(ld.dirs, absPath(dir, base))
+	}
+	if ld.unknown {
+		ld.outside, ld.where = true, "a directory known only at run time"
+		return ld
+	}
+	for _, dir := range ld.dirs {
+		if !d.inWorkspace(d.resolve(dir)) {
+			ld.outside, ld.where = true, dir
+			break
+		}
+	}
+	return ld
+}
+
+// access decides a file the line reads or writes, named by path (relative
+// to any directory the line may be in), like the read and write tools
+// would: the strictest decision over every place it may be.
+func (d *decider) access(tool string, op fileOp, p string, ld *lineDirs) verdict {
+	if filepath.IsAbs(p) {
+		p = filepath.Clean(p)
+		return d.path(tool, op, p, d.resolve(p), false, false)
+	}
+	var vs []verdict
+	for _, dir := range ld.dirs {
+		abs := absPath(p, dir)
+		v := d.path(tool, op, abs, d.resolve(abs), false, ld.unknown)
 		if v.behavior == Deny {
 			return v
 		}
 		vs = append(vs, v)
 	}
-	for _, t := range an.Reads {
-		if v, ok := d.redirectRead(t, base); ok {
-			if v.behavior == Deny {
-				return v
-			}
-			vs = append(vs, v)
-		}
-	}
-	for _, p := range an.Problems {
-		vs = append(vs, d.problem(line, p))
-	}
-	if an.DynamicWrite {
-		if v, ok := d.dynamicWrite(line); ok {
-			vs = append(vs, v)
-		}
-	}
 	return combine(vs)
+}
+
+// redirectRead decides an input redirection (< file, $(< file)) as a
+// read of that file: the read tool's boundary and rules. A path known
+// only at run time may be any file.
+func (d *decider) redirectRead(t analysis.File, ld *lineDirs) verdict {
+	if t.Dynamic {
+		for _, rs := range [][]*rule{d.deny(), d.ask()} {
+			if r := d.firstRule(rs, toolRead, func(r *rule) bool { return r.kind == kindPath }); r != nil {
+				return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q reads a path known only at run time, which permission rule %s from %s may cover", t.Text, r.Text, r.Source)}
+			}
+		}
+		if d.mode == ModeBypass {
+			return verdict{behavior: Allow, reason: "mode bypassPermissions allows " + strconv.Quote(t.Text)}
+		}
+		return verdict{behavior: Ask, reason: fmt.Sprintf("%q reads a path known only at run time, which may be outside the workspace", t.Text)}
+	}
+	v := d.access(toolRead, opRead, t.Path, ld)
+	v.reason = fmt.Sprintf("%q: %s", t.Text, v.reason)
+	return v
+}
+
+// network decides a redirection to /dev/tcp or /dev/udp: a connection
+// bash opens itself, past any web rule. It asks, except in
+// bypassPermissions mode without WebFetch deny or ask rules.
+func (d *decider) network(t analysis.File) verdict {
+	for _, rs := range [][]*rule{d.deny(), d.ask()} {
+		if r := d.firstRule(rs, toolWebFetch, func(*rule) bool { return true }); r != nil {
+			return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q opens a network connection, which permission rule %s from %s may cover", t.Text, r.Text, r.Source)}
+		}
+	}
+	if d.mode == ModeBypass {
+		return verdict{behavior: Allow, reason: "mode bypassPermissions allows " + strconv.Quote(t.Text)}
+	}
+	return verdict{behavior: Ask, reason: fmt.Sprintf("%q opens a network connection (%s)", t.Text, t.Path)}
+}
+
+// anyPathRule returns a deny or ask rule about paths for any of the tools.
+func (d *decider) anyPathRule(tools ...string) *rule {
+	for _, rs := range [][]*rule{d.deny(), d.ask()} {
+		for _, t := range tools {
+			if r := d.firstRule(rs, t, func(r *rule) bool { return r.kind == kindPath }); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// bashDenyOrAsk returns a Bash deny or ask rule, if any exists.
+func (d *decider) bashDenyOrAsk() *rule {
+	for _, rs := range [][]*rule{d.deny(), d.ask()} {
+		for _, r := range rs {
+			if r.tool == toolBash {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // dynamicWrite decides a redirection whose target is known only at run
@@ -159,7 +276,7 @@ func (d *decider) dynamicWrite(line string) (verdict, bool) {
 }
 
 // bashCommand decides one simple command.
-func (d *decider) bashCommand(cmd *analysis.Command) verdict {
+func (d *decider) bashCommand(cmd *analysis.Command, ld *lineDirs) verdict {
 	r, m := bashRule(d.deny(), cmd.Views, false)
 	if m == yesMatch {
 		return ruleVerdict(Deny, r, strconv.Quote(cmd.Text))
@@ -170,26 +287,184 @@ func (d *decider) bashCommand(cmd *analysis.Command) verdict {
 	if m == maybeMatch {
 		return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q might run what permission rule %s from %s denies (part of it is only known at run time)", cmd.Text, r.Text, r.Source)}
 	}
+	if r, m := bashRule(d.deny(), cmd.Maybe, false); m != noMatch {
+		return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q may run what permission rule %s from %s denies (its arguments name a program it may run)", cmd.Text, r.Text, r.Source)}
+	}
 	if r, m := bashRule(d.ask(), cmd.Views, false); m != noMatch {
 		return ruleVerdict(Ask, r, strconv.Quote(cmd.Text))
 	}
-	if cmd.Effective == nil {
-		return verdict{behavior: Allow, reason: fmt.Sprintf("%q runs commands that are checked one by one", cmd.Text)}
+	if r, m := bashRule(d.ask(), cmd.Maybe, false); m != noMatch {
+		return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q may run what permission rule %s from %s requires approval for (its arguments name a program it may run)", cmd.Text, r.Text, r.Source)}
 	}
-	if r, _ := bashRule(d.allow(), []analysis.View{*cmd.Effective}, true); r != nil {
-		return ruleVerdict(Allow, r, strconv.Quote(cmd.Text))
+	paths := d.commandPaths(cmd, ld)
+	if paths.behavior == Deny {
+		return paths
 	}
-	if cmd.Neutral {
-		return verdict{behavior: Allow, reason: fmt.Sprintf("%q changes nothing outside the shell", cmd.Text)}
+	if cmd.Code || len(cmd.Hidden) > 0 {
+		// What it runs is not on the line: a deny or ask rule about
+		// commands cannot be checked against it.
+		if r := d.bashDenyOrAsk(); r != nil {
+			why := "it runs code that can run any program"
+			if !cmd.Code {
+				why = cmd.Hidden[0]
+			}
+			return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q: %s, and permission rule %s from %s cannot be checked against what that runs", cmd.Text, why, r.Text, r.Source)}
+		}
 	}
-	if d.mode == ModeBypass {
-		return verdict{behavior: Allow, reason: fmt.Sprintf("mode bypassPermissions allows %q", cmd.Text)}
+	var v verdict
+	switch {
+	case cmd.Effective == nil:
+		v = verdict{behavior: Allow, reason: fmt.Sprintf("%q runs commands that are checked one by one", cmd.Text)}
+	default:
+		if r, _ := bashRule(d.allow(), []analysis.View{*cmd.Effective}, true); r != nil {
+			v = ruleVerdict(Allow, r, strconv.Quote(cmd.Text))
+			if r.kind != kindAny {
+				if e, ok := d.beyondRule(cmd, r, ld); ok {
+					return e
+				}
+			}
+			break
+		}
+		switch {
+		case cmd.Neutral:
+			v = verdict{behavior: Allow, reason: fmt.Sprintf("%q changes nothing outside the shell", cmd.Text)}
+		case d.mode == ModeBypass:
+			v = verdict{behavior: Allow, reason: fmt.Sprintf("mode bypassPermissions allows %q", cmd.Text)}
+		default:
+			v = verdict{behavior: Ask, reason: fmt.Sprintf("%q is not allowed by any permission rule (mode %s)", cmd.Text, d.mode)}
+			if s, ok := exactRule(*cmd.Effective); ok {
+				v.suggest = []string{s}
+			}
+			return v
+		}
 	}
-	v := verdict{behavior: Ask, reason: fmt.Sprintf("%q is not allowed by any permission rule (mode %s)", cmd.Text, d.mode)}
-	if s, ok := exactRule(*cmd.Effective); ok {
-		v.suggest = []string{s}
+	if paths.behavior == Ask {
+		return paths
 	}
 	return v
+}
+
+// beyondRule is the rule of thumb for commands an allow rule covers: a
+// rule allows the command with ordinary arguments, working on files in
+// the workspace. Options that make it run other programs or load code
+// (go test -exec, git diff --ext-diff, npm --script-shell, …), files or
+// directories it names outside the workspace (go test -o /tmp/x, git
+// diff --no-index /etc/f, npm --prefix ../other), and running in a
+// directory outside the workspace (workdir, a cd) are beyond it and ask,
+// unless the rule names the command exactly.
+func (d *decider) beyondRule(cmd *analysis.Command, r *rule, ld *lineDirs) (verdict, bool) {
+	if r.kind == kindBashExact && !cmd.Effective.Open {
+		return verdict{}, false // the user allowed exactly these words
+	}
+	why := ""
+	if len(cmd.Hidden) > 0 {
+		why = cmd.Hidden[0]
+	} else {
+		why = d.outsidePath(cmd, ld)
+	}
+	switch {
+	case why != "":
+	case ld.outside:
+		why = "it runs in " + ld.where + ", outside the workspace"
+	default:
+		return verdict{}, false
+	}
+	return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q goes beyond what permission rule %s from %s allows: %s", cmd.Text, r.Text, r.Source, why)}, true
+}
+
+// commandPaths decides the files a command's arguments name. Deny rules
+// hold for them in every mode: Read rules for what it reads, Edit and
+// Write rules for what it writes, both when its use of the file is not
+// known (a guess can only ask). Ask rules ask. A write to a file that
+// configures programs which run on their own (.git/config, .envrc, …)
+// asks unless the mode is bypassPermissions or an Edit rule allows it.
+func (d *decider) commandPaths(cmd *analysis.Command, ld *lineDirs) verdict {
+	out := verdict{behavior: Allow}
+	if len(cmd.Paths) == 0 {
+		return out
+	}
+	readRules := d.anyPathRule(toolRead) != nil
+	writeRules := d.anyPathRule(toolWrite) != nil
+	for _, pa := range cmd.Paths {
+		write := pa.Access == analysis.AccessWrite || pa.Access == analysis.AccessUnknown
+		read := pa.Access != analysis.AccessWrite
+		if !(read && readRules || write && writeRules || write && protectedFile(pa.Path) != "" || write && d.mode != ModeBypass) {
+			continue
+		}
+		for _, abs := range d.places(pa.Path, ld) {
+			real := d.resolve(abs)
+			v := d.pathArg(cmd, pa, abs, real, read && readRules, write && writeRules)
+			if write {
+				if pv, ok := d.protectedWrite(abs, real, fmt.Sprintf("%q (%s %s)", cmd.Text, pa.Access, abs)); ok && pv.behavior.strength() > v.behavior.strength() {
+					v = pv
+				}
+			}
+			if v.behavior == Deny {
+				return v
+			}
+			if v.behavior.strength() > out.behavior.strength() {
+				out = v
+			}
+		}
+	}
+	return out
+}
+
+// places are the absolute paths a path argument may name: itself when
+// absolute, else relative to every directory the line may be in.
+func (d *decider) places(p string, ld *lineDirs) []string {
+	if filepath.IsAbs(p) {
+		return []string{filepath.Clean(p)}
+	}
+	out := make([]string, len(ld.dirs))
+	for i, dir := range ld.dirs {
+		out[i] = absPath(p, dir)
+	}
+	return out
+}
+
+// pathArg matches one place of a path argument against deny and ask
+// rules: Read rules when it may be read, Edit and Write rules when it may
+// be written.
+func (d *decider) pathArg(cmd *analysis.Command, pa analysis.PathArg, abs, real string, read, write bool) verdict {
+	var tools []string
+	if read {
+		tools = append(tools, toolRead)
+	}
+	if write {
+		tools = append(tools, toolWrite)
+	}
+	what := func() string { return fmt.Sprintf("%q (%s %s)", cmd.Text, pa.Access, abs) }
+	matches := func(r *rule) bool { return r.kind == kindPath && d.pathMatch(r, abs, real, false) }
+	out := verdict{behavior: Allow}
+	for _, t := range tools {
+		if r := d.firstRule(d.deny(), t, matches); r != nil {
+			if pa.Access == analysis.AccessUnknown {
+				return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q may use %s, which permission rule %s from %s denies", cmd.Text, abs, r.Text, r.Source)}
+			}
+			return ruleVerdict(Deny, r, what())
+		}
+		if r := d.firstRule(d.ask(), t, matches); r != nil {
+			out = ruleVerdict(Ask, r, what())
+		}
+	}
+	return out
+}
+
+// outsidePath describes the first file a command's arguments name outside
+// the workspace, or "".
+func (d *decider) outsidePath(cmd *analysis.Command, ld *lineDirs) string {
+	for _, pa := range cmd.Paths {
+		if ld.unknown && !filepath.IsAbs(pa.Path) {
+			return fmt.Sprintf("%s is relative to a directory known only at run time", pa.Text)
+		}
+		for _, abs := range d.places(pa.Path, ld) {
+			if !d.inWorkspace(d.resolve(abs)) {
+				return fmt.Sprintf("it would %s %s, outside the workspace", pa.Access, abs)
+			}
+		}
+	}
+	return ""
 }
 
 // exactRule is the Bash rule that allows exactly this command, when one
@@ -204,29 +479,6 @@ func exactRule(v analysis.View) (string, bool) {
 		}
 	}
 	return "Bash(" + analysis.JoinWords(v.Words) + ")", true
-}
-
-// redirectRead checks an input redirection against Read deny and ask
-// rules only: reading is what the command does anyway, but a deny on
-// Read(~/.ssh/**) must hold for "cmd < ~/.ssh/id_rsa" too.
-func (d *decider) redirectRead(t analysis.File, base string) (verdict, bool) {
-	if t.Dynamic {
-		for _, rs := range [][]*rule{d.deny(), d.ask()} {
-			if r := d.firstRule(rs, toolRead, func(r *rule) bool { return r.kind == kindPath }); r != nil {
-				return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q reads a path known only at run time, which permission rule %s from %s may cover", t.Text, r.Text, r.Source)}, true
-			}
-		}
-		return verdict{}, false
-	}
-	abs := absPath(t.Path, base)
-	real := resolve(abs)
-	if r := d.firstRule(d.deny(), toolRead, func(r *rule) bool { return r.kind == kindPath && d.pathMatch(r, abs, real, false) }); r != nil {
-		return ruleVerdict(Deny, r, fmt.Sprintf("%q (read %s)", t.Text, abs)), true
-	}
-	if r := d.firstRule(d.ask(), toolRead, func(r *rule) bool { return r.kind == kindPath && d.pathMatch(r, abs, real, false) }); r != nil {
-		return ruleVerdict(Ask, r, fmt.Sprintf("%q (read %s)", t.Text, abs)), true
-	}
-	return verdict{}, false
 }
 
 // problem decides a line the analysis could not fully read. It asks, since

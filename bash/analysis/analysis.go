@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -58,6 +59,30 @@ type Command struct {
 	// ReadOnly commands change nothing at all (see readonly.go): the ones
 	// plan mode may run.
 	ReadOnly bool
+	// Paths are the arguments that name, or may name, files, and what
+	// the program does with them as far as its grammar says; for a
+	// program the analysis does not know, every argument that could be a
+	// path, with AccessUnknown.
+	Paths []PathArg
+	// Hidden are the things the command does that its words do not show
+	// as commands or files of the line: options that run a configured
+	// program (git diff --ext-diff), load code (cargo --config), or write
+	// files its program names (awk's print >). A command an option runs
+	// when written on the line (go test -exec PROG, find -exec, ssh -o
+	// ProxyCommand=…, sed's e) is also a command of the line in its own
+	// right, and is listed here too.
+	Hidden []string
+	// Code: the command runs code written on the line in a language the
+	// analysis does not read (python -c, perl -e, awk's system(), sed's
+	// s///e). That code can run any program, and no deny rule can see
+	// inside it.
+	Code bool
+	// Maybe are readings of what the command might run that the analysis
+	// cannot confirm: for a program it does not know, every argument that
+	// could name a program starts one (with whatever follows), and an
+	// argument holding a command line is read as one. A rule that matches
+	// one can only make the line ask: the program may or may not run it.
+	Maybe []View
 }
 
 // File is a file the line reads or writes: a redirection's target, or a
@@ -83,9 +108,22 @@ type Line struct {
 	// Problems are the reasons the line cannot be fully read: for each,
 	// something the line may do is not in Commands, Writes or Reads.
 	Problems []string
-	// Chdir: the line changes directory (cd, pushd, popd, env -C), so a
-	// relative path is not known to be where it looks.
-	Chdir bool
+	// Dirs are the directories, besides the one it starts in, that the
+	// line's commands may run in after a cd, pushd or env -C with a
+	// literal target: relative to the starting directory, or absolute. A
+	// relative path of the line may be relative to any of them (a cd may
+	// fail, and the analysis does not follow the order of commands).
+	Dirs []string
+	// DirUnknown: the line changes directory to somewhere known only at
+	// run time (cd "$d", cd -, a cd in a loop or function, too many
+	// directories to follow), so a relative path may be anywhere.
+	DirUnknown bool
+	// Network are redirections to /dev/tcp/… and /dev/udp/…, which bash
+	// turns into network connections.
+	Network []File
+	// Links: the line creates links (ln, cp -s), so a path it uses later
+	// may lead somewhere the analysis did not see when it looked.
+	Links bool
 	// DynamicWrite: the line writes to a path known only at run time (also
 	// a problem).
 	DynamicWrite bool
@@ -105,6 +143,14 @@ func parseShell(src string) (*syntax.File, error) {
 type analyzer struct {
 	a    *Line
 	home string
+	// loops are the spans (byte offsets) of the loops and function bodies
+	// of the script being read: a command in one may run many times.
+	loops [][2]int
+	// inLoop: the command being read is in a loop or function body, or
+	// in a string run by one (bash -c inside a loop).
+	inLoop, outerLoop bool
+	// taint are the variables whose values may be options.
+	taint taint
 }
 
 // Analyze reads a bash command line without running or expanding
@@ -138,9 +184,16 @@ func (an *analyzer) script(src string, depth int) {
 		an.problem("the command line does not parse (%v)", err)
 		return
 	}
+	an.collectTaint(f)
+	savedLoops, savedOuter := an.loops, an.outerLoop
+	an.loops, an.outerLoop = nil, an.outerLoop || an.inLoop
+	defer func() { an.loops, an.outerLoop = savedLoops, savedOuter }()
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
+		case *syntax.WhileClause, *syntax.ForClause, *syntax.FuncDecl:
+			an.loops = append(an.loops, [2]int{int(n.Pos().Offset()), int(n.End().Offset())})
 		case *syntax.CallExpr:
+			an.inLoop = an.outerLoop || an.within(n.Pos().Offset())
 			if len(n.Args) > 0 {
 				words := make([]Word, len(n.Args))
 				for i, w := range n.Args {
@@ -175,6 +228,11 @@ func (an *analyzer) script(src string, depth int) {
 				// (${!#} names a positional parameter by number.)
 				an.problem("an indirect expansion (${!name}) reads a variable named only at run time (bash evaluates a subscript in the name as code)")
 			}
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && (n.Exp.Word == nil || strings.Contains(n.Exp.Word.Lit(), "P") || n.Exp.Word.Lit() == "") {
+				// ${x@P} expands the value as a prompt string, and prompt
+				// expansion runs the command substitutions in it.
+				an.problem("${…@P} expands a value as a prompt string, which runs the commands in it: the line may run anything")
+			}
 			if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) && n.Param != nil {
 				an.checkVar(n.Param.Value) // ${NAME:=value} assigns
 			}
@@ -190,6 +248,123 @@ func (an *analyzer) script(src string, depth int) {
 		}
 		return true
 	})
+}
+
+// within reports whether offset lies in a loop or function body of the
+// script being read.
+func (an *analyzer) within(offset uint) bool {
+	for _, l := range an.loops {
+		if int(offset) >= l[0] && int(offset) < l[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// maxDirs bounds the directories a line may run in that the analysis
+// follows; beyond it, the directory is unknown.
+const maxDirs = 16
+
+// cd records cd DIR and pushd DIR (options and pushd's stack rotations,
+// which return to directories the line has been in, left aside).
+func (an *analyzer) cd(name string, args []Word) {
+	for i, a := range args {
+		switch {
+		case a.Dynamic:
+			an.a.DirUnknown = true
+			return
+		case a.Value == "--":
+			if i+1 < len(args) {
+				an.chdir(args[i+1])
+				return
+			}
+		case a.Value == "-":
+			an.a.DirUnknown = true // $OLDPWD
+			return
+		case strings.HasPrefix(a.Value, "-") || name == "pushd" && strings.HasPrefix(a.Value, "+"):
+			if name == "pushd" && (a.Value == "-n" || len(a.Value) > 1 && a.Value[1] >= '0' && a.Value[1] <= '9') {
+				return
+			}
+			continue
+		default:
+			an.chdir(a)
+			return
+		}
+	}
+	if name == "cd" { // cd alone: home
+		w := litWord("~")
+		an.chdir(w)
+	}
+}
+
+// chdir records that later commands may run in dir (relative to any
+// directory the line may already be in).
+func (an *analyzer) chdir(dir Word) {
+	if an.a.DirUnknown {
+		return
+	}
+	p, ok := an.pathWord(dir)
+	if !ok || an.inLoop || strings.ContainsAny(p, "*?[") {
+		an.a.DirUnknown = true
+		an.a.Dirs = nil
+		return
+	}
+	if p == "" {
+		return
+	}
+	bases := append([]string{"."}, an.a.Dirs...)
+	for _, b := range bases {
+		d := path.Clean(p)
+		if !path.IsAbs(p) {
+			d = path.Join(b, p)
+		}
+		if d == "." || slices.Contains(an.a.Dirs, d) {
+			continue
+		}
+		an.a.Dirs = append(an.a.Dirs, d)
+		if len(an.a.Dirs) > maxDirs {
+			an.a.DirUnknown = true
+			an.a.Dirs = nil
+			return
+		}
+	}
+}
+
+// evaluating checks the builtins that run or expand strings: compgen and
+// complete -C run a command line and -W expands its words (command
+// substitutions included); hash -p makes a name run another program;
+// enable -f loads a builtin from a shared object; fc runs commands from
+// the history; bind -x binds keys to commands.
+func (an *analyzer) evaluating(name string, args []Word, text string, depth int) {
+	switch name {
+	case "compgen", "complete":
+		_, ok := builtinOpts(args, "oAGWFCXPS", func(c byte, v Word) {
+			switch {
+			case c == 'C' && v.Dynamic, c == 'W' && (v.Dynamic || strings.ContainsAny(v.Value, "$`")):
+				an.problem("%q runs or expands text known only at run time (-%c)", text, c)
+			case c == 'C':
+				an.script(v.Value, depth+1)
+			}
+		})
+		if !ok {
+			an.problem("%q: an option is only known at run time", text)
+		}
+	case "hash":
+		if hasOption(args, "-p") || len(args) > 0 && strings.HasPrefix(args[0].Value, "-") && strings.ContainsRune(args[0].Value, 'p') {
+			an.problem("%q makes a command name run another program (hash -p)", text)
+		}
+	case "enable":
+		for _, a := range args {
+			if a.Dynamic || strings.HasPrefix(a.Value, "-") && strings.ContainsRune(a.Value, 'f') {
+				an.problem("%q loads a builtin from a shared object (enable -f)", text)
+				break
+			}
+		}
+	case "fc":
+		an.problem("%q runs commands from the history (fc)", text)
+	case "bind":
+		an.problem("%q binds keys to commands (bind -x)", text)
+	}
 }
 
 func source(src string, n syntax.Node) string {
@@ -209,7 +384,7 @@ var neutralCommands = map[string]bool{
 	"cd": true, "pushd": true, "popd": true, "dirs": true, "true": true, "false": true,
 	":": true, "echo": true, "printf": true, "pwd": true, "test": true, "[": true,
 	"unset": true, "read": true, "wait": true, "exit": true, "return": true,
-	"break": true, "continue": true, "shift": true, "sleep": true, "set": true,
+	"break": true, "continue": true, "shift": true, "sleep": true, "set": true, "compgen": true, "complete": true,
 }
 
 var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true}
@@ -243,22 +418,28 @@ func (an *analyzer) simple(words []Word, text string, depth int) {
 		name := path.Base(cur.Words[0].Value)
 		args := cur.Words[1:]
 		if w, isWrapper := wrappers[name]; isWrapper {
-			next, ok, open := w.unwrap(an, args, cmd.Text)
-			if !ok {
+			u := w.unwrap(an, args, cmd.Text, depth)
+			if w.privileged && (u.ok || u.viaShell) && priv < 0 {
+				priv = inner
+			}
+			if u.viaShell {
+				innerDecides = true
+				break
+			}
+			if !u.ok {
 				neutral = w.bare
 				break
 			}
-			if w.privileged && priv < 0 {
-				priv = inner
-			}
-			cur = View{Words: next, Open: cur.Open || open}
+			cur = View{Words: u.next, Open: cur.Open || u.open}
 			cmd.Views = append(cmd.Views, cur)
 			inner = len(cmd.Views) - 1
 			continue
 		}
 		switch name {
-		case "cd", "pushd", "popd":
-			an.a.Chdir = true
+		case "cd", "pushd":
+			an.cd(name, args)
+		case "compgen", "complete", "hash", "enable", "fc", "bind":
+			an.evaluating(name, args, cmd.Text, depth)
 		case "printf", "read", "mapfile", "readarray", "wait", "getopts", "unset", "test", "[",
 			"declare", "typeset", "local", "export", "readonly":
 			an.varBuiltin(name, args, cmd.Text)
@@ -268,8 +449,6 @@ func (an *analyzer) simple(words []Word, text string, depth int) {
 		case "trap":
 			an.trap(args, cmd.Text, depth)
 			neutral = true
-		case "find":
-			an.findExec(args, depth)
 		case "git":
 			cmd.Views = append(cmd.Views, an.gitViews(cur, cmd.Text)...)
 		case "source", ".":
@@ -306,34 +485,18 @@ func (an *analyzer) simple(words []Word, text string, depth int) {
 			cmd.Neutral = neutral || neutralCommands[v.Words[0].Value]
 		}
 	}
-	cmd.ReadOnly = cmd.Effective == nil || (priv < 0 && readOnlyView(*cmd.Effective))
+	if !innerDecides && !cmd.Neutral {
+		an.examine(&cmd, cmd.Views[inner], depth)
+	}
+	cmd.ReadOnly = cmd.Effective == nil || (priv < 0 && readOnlyView(*cmd.Effective) && !cmd.Code && len(cmd.Hidden) == 0 && !writesPaths(cmd.Paths))
 	an.a.Commands = append(an.a.Commands, cmd)
 }
 
-// findExec records the commands find runs for each match.
-func (an *analyzer) findExec(args []Word, depth int) {
-	for i := 0; i < len(args); i++ {
-		switch args[i].Value {
-		case "-exec", "-execdir", "-ok", "-okdir":
-		default:
-			continue
+func writesPaths(ps []PathArg) bool {
+	for _, p := range ps {
+		if p.Access == AccessWrite {
+			return true
 		}
-		j := i + 1
-		for j < len(args) && !(!args[j].Dynamic && (args[j].Value == ";" || args[j].Value == "+")) {
-			j++
-		}
-		inner := make([]Word, 0, j-i-1)
-		for _, w := range args[i+1 : j] {
-			if strings.Contains(w.Value, "{}") {
-				w.Dynamic = true
-			}
-			inner = append(inner, w)
-		}
-		if len(inner) == 0 {
-			an.problem("find %s without a command", args[i].Value)
-		} else {
-			an.simple(inner, "", depth+1)
-		}
-		i = j
 	}
+	return false
 }

@@ -38,6 +38,12 @@ type gitCommand struct {
 	redefines bool
 	// execPath: --exec-path, which runs git's commands from elsewhere.
 	execPath bool
+	// configs are the values of -c (key=value); configEnv the keys
+	// --config-env sets from the environment.
+	configs   []Word
+	configEnv []string
+	// dirs are the directories -C, --git-dir and --work-tree name.
+	dirs []Word
 }
 
 func readGitGlobals(args []Word) gitCommand {
@@ -67,6 +73,15 @@ func readGitGlobals(args []Word) gitCommand {
 		case !eq && gitGlobalFlags[opt]:
 		default:
 			g.unknown = true
+		}
+		switch opt {
+		case "-c":
+			g.configs = append(g.configs, val)
+		case "--config-env":
+			key, _, _ := strings.Cut(val.Value, "=")
+			g.configEnv = append(g.configEnv, key)
+		case "-C", "--git-dir", "--work-tree":
+			g.dirs = append(g.dirs, val)
 		}
 		switch opt {
 		case "-c", "--config-env":
@@ -110,4 +125,238 @@ func (an *analyzer) gitViews(v View, text string) []View {
 		out = append(out, View{Words: []Word{v.Words[0], {Dynamic: true}}, Open: true})
 	}
 	return out
+}
+
+// gitCommandKey reports whether a git configuration key (lower-cased)
+// names a program or command line git runs.
+func gitCommandKey(key string) bool {
+	switch key {
+	case "core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.askpass", "core.gitproxy",
+		"core.alternaterefscommand", "diff.external", "sequence.editor", "gpg.program", "web.browser", "credential.helper",
+		"uploadpack.packobjectshook", "instaweb.httpd", "imap.tunnel", "sendemail.tocmd", "sendemail.cccmd",
+		"sendemail.smtpserver", "interactive.difffilter", "core.hookspath", "receive.procreceiverefs":
+		return true
+	}
+	for _, suffix := range []string{".command", ".textconv", ".driver", ".clean", ".smudge", ".process", ".cmd",
+		".program", ".helper", ".uploadpack", ".receivepack", ".path", ".update"} {
+		if strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, "pager.") || strings.HasPrefix(key, "alias.")
+}
+
+// gitReadSubs are the subcommands whose operands are files they read
+// (or revisions, which name no file).
+var gitReadSubs = map[string]bool{
+	"diff": true, "log": true, "show": true, "blame": true, "annotate": true, "grep": true, "whatchanged": true,
+	"diff-tree": true, "diff-files": true, "diff-index": true, "ls-files": true, "status": true, "shortlog": true,
+	"format-patch": true, "range-diff": true, "add": true, "apply": true, "am": true, "check-ignore": true, "check-attr": true,
+}
+
+// gitRiskySubs are the subcommands with options that run programs or
+// write files (--output, --ext-diff, --exec, --upload-pack, -O, …).
+var gitRiskySubs = map[string]bool{
+	"diff": true, "log": true, "show": true, "whatchanged": true, "diff-tree": true, "diff-files": true, "diff-index": true,
+	"format-patch": true, "range-diff": true, "grep": true, "rebase": true, "fetch": true, "pull": true, "clone": true,
+	"ls-remote": true, "archive": true, "push": true, "config": true, "difftool": true, "mergetool": true, "filter-branch": true,
+	"send-email": true, "submodule": true, "bisect": true, "blame": true, "annotate": true, "help": true,
+}
+
+// gitGrammar reads the options of git's subcommands: parse-options takes
+// abbreviated long options, "--opt value" for options that take one, and
+// short option clusters.
+var gitGrammar = grammar{valued: "oxFtucmeGABf", optional: "OCS", long: []string{"--output", "--exec", "--extcmd", "--tool", "--upload-pack",
+	"--receive-pack", "--file", "--template", "--message", "--output-directory", "--directory", "--open-files-in-pager",
+	"--to-cmd", "--cc-cmd", "--header-cmd", "--smtp-server", "--env-filter", "--tree-filter", "--index-filter", "--parent-filter",
+	"--msg-filter", "--commit-filter", "--tag-name-filter", "--config", "--separate-git-dir", "--reference", "--origin", "--branch",
+	"--depth", "--format", "--pretty", "--author", "--since", "--until", "--grep", "--date", "--remote", "--prefix", "--worktree-attributes"}}
+
+// examineGit reads a git command: configuration given with -c that names a
+// program (core.pager, core.fsmonitor, diff.external, …: its command line
+// is read as a command of the line), the directories -C and --git-dir
+// name (whose configuration and hooks git runs), and the subcommands'
+// options that write files or run commands.
+func examineGit(an *analyzer, c *Command, x *invocation) {
+	g := readGitGlobals(x.args)
+	for _, d := range g.dirs {
+		an.pathArg(c, d, AccessDir)
+	}
+	for _, kv := range g.configs {
+		key, val, _ := strings.Cut(kv.Value, "=")
+		key = strings.ToLower(key)
+		if !gitCommandKey(key) || kv.Dynamic {
+			continue
+		}
+		val = strings.TrimPrefix(val, "!")
+		if key == "core.hookspath" || strings.HasSuffix(key, ".path") {
+			c.Hidden = append(c.Hidden, "-c "+key+" makes git run programs from "+quoteWord(val))
+			continue
+		}
+		an.runs(c, "-c "+key, litWord(val), x.depth)
+	}
+	for _, key := range g.configEnv {
+		if gitCommandKey(strings.ToLower(key)) {
+			c.Hidden = append(c.Hidden, "--config-env sets "+key+", a program git runs, from the environment")
+		}
+	}
+	if g.sub >= len(x.args) || g.dyn {
+		return
+	}
+	sub := x.args[g.sub].Value
+	if g.name != "" {
+		sub = g.name
+	}
+	rest := x.args[g.sub+1:]
+	if g.name != "" {
+		rest = x.args[g.sub:]
+		if len(rest) > 0 {
+			rest = rest[1:]
+		}
+	}
+	p := gitGrammar.read(rest)
+	if p.dynamic && gitRiskySubs[sub] {
+		c.Hidden = append(c.Hidden, "an argument known only at run time may be an option that runs a program or writes a file")
+	}
+	for _, o := range p.values("--output", "-o", "--output-directory") {
+		switch sub {
+		case "diff", "log", "show", "whatchanged", "diff-tree", "diff-files", "diff-index", "format-patch", "range-diff", "archive", "blame":
+			an.pathArg(c, o, AccessWrite)
+		}
+	}
+	for _, o := range p.opts {
+		if strings.HasPrefix("--output", o.name) && len(o.name) >= 5 && o.name != "--output" && o.has {
+			an.pathArg(c, o.value, AccessWrite) // --outp=F abbreviates --output
+		}
+	}
+	runs := func(names ...string) {
+		for _, v := range p.values(names...) {
+			an.runs(c, names[0], v, x.depth)
+		}
+	}
+	switch sub {
+	case "diff", "log", "show", "whatchanged", "diff-tree", "diff-files", "diff-index", "format-patch", "range-diff":
+		if p.given("--ext-diff") {
+			c.Hidden = append(c.Hidden, "--ext-diff runs the configured external diff program")
+		}
+		for _, f := range p.values("-O") {
+			an.pathArg(c, f, AccessRead)
+		}
+	case "grep":
+		if p.has("-O") || p.given("--open-files-in-pager") {
+			c.Hidden = append(c.Hidden, "-O opens the files found in a pager (a program)")
+			runs("-O", "--open-files-in-pager")
+		}
+	case "rebase":
+		runs("-x", "--exec")
+		if p.has("-i") || p.given("--interactive") {
+			c.Hidden = append(c.Hidden, "rebase -i runs the sequence editor")
+		}
+	case "bisect":
+		if len(p.operands) > 1 && p.operands[0].Value == "run" {
+			an.simple(p.operands[1:], "", x.depth+1)
+			c.Hidden = append(c.Hidden, "bisect run runs "+JoinWords(p.operands[1:]))
+		}
+	case "submodule":
+		for i, o := range p.operands {
+			if o.Value == "foreach" && i+1 < len(p.operands) {
+				an.runs(c, "foreach", joinedWord(p.operands[i+1:]), x.depth)
+				break
+			}
+		}
+	case "difftool", "mergetool":
+		c.Hidden = append(c.Hidden, sub+" runs a configured or chosen tool")
+		runs("-x", "--extcmd")
+	case "filter-branch":
+		runs("--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter", "--commit-filter", "--tag-name-filter")
+	case "send-email":
+		runs("--to-cmd", "--cc-cmd", "--header-cmd")
+		for _, v := range p.values("--smtp-server") {
+			if strings.HasPrefix(v.Value, "/") {
+				an.runs(c, "--smtp-server", v, x.depth)
+			}
+		}
+	case "fetch", "pull", "clone", "ls-remote", "archive", "push":
+		runs("--upload-pack", "--receive-pack", "--exec")
+		if sub == "clone" {
+			runs("-u")
+			for _, kv := range p.values("-c", "--config") {
+				key, val, _ := strings.Cut(kv.Value, "=")
+				if gitCommandKey(strings.ToLower(key)) {
+					an.runs(c, "--config "+key, litWord(strings.TrimPrefix(val, "!")), x.depth)
+				}
+			}
+			if len(p.operands) > 1 {
+				an.pathArg(c, p.operands[1], AccessWrite)
+			}
+		}
+		if sub == "clone" || sub == "fetch" || sub == "pull" {
+			if len(p.values("--template")) > 0 {
+				c.Hidden = append(c.Hidden, "--template installs hooks from a template directory")
+			}
+		}
+	case "init":
+		if len(p.values("--template")) > 0 {
+			c.Hidden = append(c.Hidden, "--template installs hooks from a template directory")
+		}
+		an.pathArgs(c, p.operands, AccessWrite)
+	case "worktree":
+		if len(p.operands) > 1 && p.operands[0].Value == "add" {
+			an.pathArg(c, p.operands[1], AccessWrite)
+		}
+	case "config":
+		examineGitConfig(an, c, &p, x.depth)
+	case "commit", "tag", "notes", "merge":
+		for _, f := range p.values("-F", "--file", "-t", "--template") {
+			an.pathArg(c, f, AccessRead)
+		}
+	case "help":
+		if p.has("-w", "-i") || p.given("--web", "--info") {
+			c.Hidden = append(c.Hidden, "help -w and -i open a browser or info viewer")
+		}
+	case "hook", "instaweb":
+		c.Hidden = append(c.Hidden, "git "+sub+" runs configured programs")
+	}
+	if gitReadSubs[sub] {
+		for _, o := range p.operands {
+			if rev, file, ok := strings.Cut(o.Value, ":"); ok && !strings.Contains(rev, "/") && !o.Dynamic {
+				an.pathArg(c, litWord(strings.TrimPrefix(file, "/")), AccessRead) // HEAD:path, :path
+				continue
+			}
+			an.pathArg(c, o, AccessRead)
+		}
+	}
+}
+
+// examineGitConfig: git config changes the repository's configuration
+// (.git/config) unless it only reads (--get, --list, …), or another file
+// (--global, --system, --file); a value for a key that names a program is
+// read as a command of the line.
+func examineGitConfig(an *analyzer, c *Command, p *parsedArgs, depth int) {
+	ops := p.operands
+	if len(ops) > 0 {
+		switch ops[0].Value { // git 2.46's subcommands
+		case "get", "list", "get-color", "get-colorbool":
+			return
+		case "set", "unset", "rename-section", "remove-section", "edit":
+			ops = ops[1:]
+		}
+	}
+	if p.given("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "--get-color", "--get-colorbool", "--show-origin", "--show-scope") || p.has("-l") {
+		return
+	}
+	file := litWord(".git/config")
+	switch {
+	case p.given("--global"):
+		file = litWord("~/.gitconfig")
+		file.Tilde, file.Home = true, true
+	case p.given("--system"):
+		file = litWord("/etc/gitconfig")
+	case len(p.values("-f", "--file")) > 0:
+		file = p.values("-f", "--file")[0]
+	}
+	an.pathArg(c, file, AccessWrite)
+	if len(ops) >= 2 && !ops[0].Dynamic && gitCommandKey(strings.ToLower(ops[0].Value)) {
+		an.runs(c, ops[0].Value, Word{Value: strings.TrimPrefix(ops[1].Value, "!"), Dynamic: ops[1].Dynamic}, depth)
+	}
 }

@@ -88,8 +88,10 @@ func init() {
 		},
 		"find": noneOf("", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
 		// rg --pre and man's pager and browser run programs.
-		"rg":  noneOf("", "--pre"),
-		"man": noneOf("", "-P", "--pager", "-H", "--html"),
+		"rg": noneOf("", "--pre"),
+		// man -C reads a configuration file that names the programs man
+		// runs (a repository can hold one); -X runs an X viewer.
+		"man": noneOf("", "-P", "--pager", "-H", "--html", "-C", "--config-file", "-X", "--gxditview"),
 		"sed": sedReadOnly,
 		"git": gitReadOnly,
 		"go":  goReadOnly,
@@ -262,9 +264,19 @@ func gitReadOnly(args []Word) bool {
 	case "branch":
 		return allOptions(rest, "-a", "-r", "-l", "-v", "-vv", "--list", "--all", "--remotes", "--show-current", "--verbose", "--no-color", "--color")
 	case "tag":
-		return len(rest) == 0 || rest[0].Value == "-l" || rest[0].Value == "--list"
+		// Listing only: no option that creates, deletes or signs a tag,
+		// and a pattern only with -l.
+		p := gitGrammar.read(rest)
+		if p.has("-d", "-a", "-s", "-u", "-m", "-F", "-f", "-e") || p.given("--delete", "--annotate", "--sign", "--local-user",
+			"--message", "--file", "--force", "--edit", "--create-reflog", "--cleanup", "--trailer") {
+			return false
+		}
+		return len(p.operands) == 0 || p.has("-l") || p.given("--list")
 	case "remote":
-		return len(rest) == 0 || rest[0].Value == "-v" || rest[0].Value == "show" || rest[0].Value == "get-url"
+		// git remote [-v] [show|get-url …]: any other subcommand changes
+		// the configuration (add, rename, remove, set-url, prune, update).
+		p := gitGrammar.read(rest)
+		return len(p.operands) == 0 || p.operands[0].Value == "show" || p.operands[0].Value == "get-url"
 	case "stash":
 		return len(rest) > 0 && (rest[0].Value == "list" || rest[0].Value == "show")
 	case "worktree":
@@ -345,11 +357,25 @@ func goReadOnly(args []Word) bool {
 	if len(args) == 0 {
 		return true
 	}
+	g := grammar{style: goStyle, long: goValued}
+	p := g.read(args[1:])
+	if p.dynamic {
+		return false
+	}
 	switch args[0].Value {
-	case "version", "list", "doc", "help":
+	case "version", "doc", "help":
 		return true
+	case "list":
+		// -mod=mod updates go.mod and go.sum; -toolexec and -exec are
+		// commands of the line (and make it not read-only themselves).
+		for _, m := range p.values("-mod") {
+			if m.Value != "readonly" && m.Value != "vendor" {
+				return false
+			}
+		}
+		return !p.has("-toolexec", "-exec", "-modfile", "-o", "-pgo", "-overlay")
 	case "env":
-		return !hasOption(args[1:], "-w", "-u")
+		return !p.has("-w", "-u") // also --w and -w=true: Go's flag syntax
 	}
 	return false
 }

@@ -37,6 +37,10 @@ func (an *analyzer) redirect(r *syntax.Redirect, src string) {
 		return
 	}
 	t := File{Path: p, Dynamic: !ok, Text: text}
+	if ok && (strings.HasPrefix(p, "/dev/tcp/") || strings.HasPrefix(p, "/dev/udp/")) {
+		an.a.Network = append(an.a.Network, t)
+		return
+	}
 	if write {
 		if t.Dynamic {
 			an.problem("%q writes to a path known only at run time", text)
@@ -65,7 +69,7 @@ func isDigits(s string) bool {
 // safeDevice lists targets that are not files anyone cares about.
 func safeDevice(p string) bool {
 	switch p {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero":
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full":
 		return true
 	}
 	return strings.HasPrefix(p, "/dev/fd/")

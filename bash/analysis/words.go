@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -49,8 +50,9 @@ func (an *analyzer) word(w *syntax.Word) Word {
 				case *syntax.ParamExp:
 					out.Dynamic = true
 					if !numericParam(q) {
-						out.MayBeOption = out.MayBeOption || b.Len() == 0
-						out.Splits = out.Splits || allElems(q) // "$@"
+						// "$@" makes each element a word of its own.
+						out.MayBeOption = out.MayBeOption || (b.Len() == 0 || allElems(q)) && an.paramMayBeOption(q)
+						out.Splits = out.Splits || allElems(q)
 					}
 				default:
 					out.Dynamic = true
@@ -60,7 +62,9 @@ func (an *analyzer) word(w *syntax.Word) Word {
 		case *syntax.ParamExp:
 			out.Dynamic = true
 			if !numericParam(p) {
-				out.MayBeOption = out.MayBeOption || b.Len() == 0
+				// Unquoted, its value is split into words: any of them may
+				// start one, whatever precedes it.
+				out.MayBeOption = out.MayBeOption || an.paramMayBeOption(p)
 				out.Splits = true
 			}
 		case *syntax.ArithmExp: // one number, but a negative one starts with "-"
@@ -73,7 +77,37 @@ func (an *analyzer) word(w *syntax.Word) Word {
 		}
 	}
 	out.Value = b.String()
+	if !out.Dynamic && len(w.Parts) > 1 && braceAcrossParts(w) {
+		// {"rm",-f,x}: brace expansion happens before quote removal, so
+		// quoted parts do not stop it; the word becomes several.
+		out.Dynamic, out.Splits = true, true
+		if l, ok := w.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "{") {
+			out.MayBeOption = true
+		}
+	}
 	return out
+}
+
+// braceAcrossParts reports whether a word made of several parts holds a
+// brace expansion whose braces or commas are in its unquoted parts while
+// other parts (quoted text, expansions) stand between them. The quoted
+// parts count as plain text: only unquoted braces and commas expand.
+func braceAcrossParts(w *syntax.Word) bool {
+	var shape strings.Builder
+	hasBrace := false
+	for _, part := range w.Parts {
+		if l, ok := part.(*syntax.Lit); ok {
+			shape.WriteString(l.Value)
+			hasBrace = hasBrace || strings.ContainsRune(l.Value, '{')
+			continue
+		}
+		shape.WriteByte('x')
+	}
+	if !hasBrace {
+		return false
+	}
+	_, glob := unescapeLit(shape.String())
+	return glob
 }
 
 // litWord is a literal word.
@@ -240,4 +274,148 @@ func LiteralCommand(spec string) ([]string, bool, error) {
 		out = append(out, v.Value)
 	}
 	return out, star, nil
+}
+
+// paramMayBeOption reports whether an expansion's value may start with a
+// dash (or, split, hold a word that does): it is a positional parameter
+// the line sets or passes to a function, a variable the line gives such a
+// value (or reads from input, or from a command), an indirect expansion,
+// or an operator that may put a dash in. A variable the line never sets
+// comes from dsh's environment, which the model does not choose.
+func (an *analyzer) paramMayBeOption(p *syntax.ParamExp) bool {
+	if p.Param == nil || p.Excl {
+		return true
+	}
+	name := p.Param.Value
+	switch {
+	case name == "@" || name == "*" || isDigits(name):
+		if an.taint.positional || name != "0" && an.taint.all {
+			return true
+		}
+	case an.taint.names[name] || an.taint.all:
+		return true
+	}
+	if p.Exp != nil && p.Exp.Word != nil {
+		switch p.Exp.Op {
+		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull,
+			syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+			if an.optionLike(p.Exp.Word) {
+				return true
+			}
+		}
+	}
+	if p.Repl != nil && p.Repl.With != nil {
+		if w := an.word(p.Repl.With); w.Dynamic || strings.ContainsRune(w.Value, '-') {
+			return true
+		}
+	}
+	return false
+}
+
+// optionLike reports whether a value the line assigns may start a word
+// with a dash once expanded and split: it starts with one, holds one after
+// white space, or is itself only known at run time.
+func (an *analyzer) optionLike(w *syntax.Word) bool {
+	v := an.word(w)
+	if v.Dynamic || strings.HasPrefix(v.Value, "-") {
+		return true
+	}
+	for _, sep := range []string{" -", "\t-", "\n-"} {
+		if strings.Contains(v.Value, sep) {
+			return true
+		}
+	}
+	return false
+}
+
+// taint are the variables whose values may start with a dash.
+type taint struct {
+	names map[string]bool
+	// positional: the positional parameters may (set --, a function's
+	// arguments); all: the line may set any variable (read "$name").
+	positional, all bool
+}
+
+func (t *taint) add(name string) {
+	if t.names == nil {
+		t.names = map[string]bool{}
+	}
+	t.names[name] = true
+}
+
+// taintBuiltins set the variables they name from input or arguments.
+var taintBuiltins = map[string]bool{
+	"read": true, "mapfile": true, "readarray": true, "getopts": true, "printf": true, "wait": true,
+	"declare": true, "typeset": true, "local": true, "export": true, "readonly": true,
+}
+
+// collectTaint finds, before the commands are read, the variables of f
+// that may hold an option: the analysis does not follow the order of
+// commands, so an assignment anywhere counts everywhere. Values that name
+// other variables are followed to a fixed point.
+func (an *analyzer) collectTaint(f *syntax.File) {
+	for round := 0; round < 4; round++ {
+		before := len(an.taint.names)
+		syntax.Walk(f, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Assign:
+				if n.Name == nil {
+					if n.Naked && n.Value != nil && an.word(n.Value).Dynamic {
+						an.taint.all = true // declare "$x"
+					}
+					return true
+				}
+				switch {
+				case n.Array != nil:
+					for _, e := range n.Array.Elems {
+						if e.Value != nil && an.optionLike(e.Value) {
+							an.taint.add(n.Name.Value)
+						}
+					}
+				case n.Value != nil && an.optionLike(n.Value):
+					an.taint.add(n.Name.Value)
+				}
+			case *syntax.WordIter:
+				if len(n.Items) == 0 && !n.InPos.IsValid() {
+					an.taint.add(n.Name.Value) // for x; do: the positional parameters
+				}
+				for _, it := range n.Items {
+					if an.optionLike(it) {
+						an.taint.add(n.Name.Value)
+						break
+					}
+				}
+			case *syntax.FuncDecl:
+				an.taint.positional = true
+			case *syntax.ParamExp:
+				if n.Exp != nil && n.Param != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) &&
+					n.Exp.Word != nil && an.optionLike(n.Exp.Word) {
+					an.taint.add(n.Param.Value)
+				}
+			case *syntax.CallExpr:
+				if len(n.Args) == 0 {
+					return true
+				}
+				name := path.Base(n.Args[0].Lit())
+				switch {
+				case name == "set" && len(n.Args) > 1 || name == "shift":
+					an.taint.positional = true
+				case taintBuiltins[name]:
+					for _, a := range n.Args[1:] {
+						w := an.word(a)
+						switch {
+						case w.Dynamic:
+							an.taint.all = true
+						case identRE.MatchString(w.Value):
+							an.taint.add(w.Value)
+						}
+					}
+				}
+			}
+			return true
+		})
+		if len(an.taint.names) == before {
+			return
+		}
+	}
 }

@@ -6,15 +6,16 @@ import (
 )
 
 // wrapper is the grammar of a program that runs another program named in
-// its arguments (sudo rm x, timeout 5 rm x): how to find that program's
-// words, so rules see the command that really runs.
+// its arguments (sudo rm x, timeout 5 rm x, su -c 'rm x'): how to find
+// that program, so rules see the command that really runs.
 type wrapper struct {
 	// short and long list the options that take a value, space separated
 	// with their dashes, as getopt reads them (clusters, abbreviated long
-	// options, values attached or in the next word).
+	// options, values attached or in the next word). Options end at the
+	// first operand.
 	short, long string
 	// operands is the number of words between the options and the
-	// command (timeout's duration).
+	// command (timeout's duration, chroot's new root).
 	operands int
 	// raw: no options are read; the command is the first argument
 	// (nohup, busybox).
@@ -31,17 +32,33 @@ type wrapper struct {
 	// input (sudo -s, -i): nothing on the line shows what that shell runs.
 	shellShort string
 	shellLong  []string
+	// shellWithout: without a command it runs an interactive shell, which
+	// reads its commands from standard input (unshare, chroot, su).
+	shellWithout bool
 	// bare: without a command it changes nothing outside the shell (exec
 	// 3>f only redirects).
 	bare bool
 	// read replaces the getopt reading for programs with a grammar of
-	// their own (env's assignments, time -o, xargs' input). open reports
-	// that unknown words follow the command (xargs appends its input).
-	read func(an *analyzer, args []Word, text string) (next []Word, ok, open bool)
+	// their own (env's assignments, time -o, xargs' input, su -c).
+	read func(an *analyzer, args []Word, text string, depth int) unwrapped
+}
+
+// unwrapped is what a wrapper runs.
+type unwrapped struct {
+	// next is the command it runs, when ok.
+	next []Word
+	ok   bool
+	// open: unknown words follow the command (xargs appends its input).
+	open bool
+	// viaShell: it hands a string to a shell (su -c, watch, script -c),
+	// whose commands the analysis has read as commands of the line.
+	viaShell bool
 }
 
 // wrappers are the programs the analysis unwraps, by base name. Options
-// are those of the GNU, util-linux, sudo and bash versions.
+// are those of the GNU coreutils, util-linux, sudo, procps and bash
+// versions. A program that runs another one and is missing here is still
+// not a way around a deny rule: see [analyzer.unknownProgram].
 var wrappers map[string]wrapper
 
 func init() {
@@ -50,50 +67,277 @@ func init() {
 		long:       "--user --group --close-from --chdir --host --prompt --role --type --command-timeout --other-user --chroot",
 		privileged: true, shellShort: "si", shellLong: []string{"--shell", "--login"},
 	}
+	su := wrapper{privileged: true, read: (*analyzer).unwrapSu}
 	wrappers = map[string]wrapper{
-		"sudo":    sudo,
-		"doas":    sudo,
-		"nohup":   {raw: true},
-		"builtin": {raw: true},
-		"busybox": {raw: true},
-		"exec":    {short: "-a", bare: true},
-		"timeout": {short: "-s -k", long: "--signal --kill-after", operands: 1},
-		"nice":    {short: "-n", long: "--adjustment"},
-		"stdbuf":  {short: "-i -o -e", long: "--input --output --error"},
-		"setsid":  {},
-		"ionice":  {short: "-c -n", long: "--class --classdata", none: []string{"-p", "-P", "-u", "--pid", "--pgid", "--uid"}},
-		"command": {none: []string{"-v", "-V"}},
-		"env": {read: func(an *analyzer, args []Word, text string) ([]Word, bool, bool) {
+		"sudo": sudo,
+		"doas": {short: "-u -C", privileged: true, shellShort: "s"},
+		"run0": {short: "-u -g -D", long: "--user --group --chdir --setenv --property --unit --slice --nice --description --background --machine",
+			privileged: true, shellWithout: true},
+		"pkexec":    {long: "--user", privileged: true, shellWithout: true},
+		"nohup":     {raw: true},
+		"builtin":   {raw: true},
+		"busybox":   {raw: true},
+		"toybox":    {raw: true},
+		"catchsegv": {raw: true},
+		"exec":      {short: "-a", bare: true},
+		"timeout":   {short: "-s -k", long: "--signal --kill-after", operands: 1},
+		"nice":      {short: "-n", long: "--adjustment"},
+		"stdbuf":    {short: "-i -o -e", long: "--input --output --error"},
+		"setsid":    {},
+		"ionice":    {short: "-c -n", long: "--class --classdata", none: []string{"-p", "-P", "-u", "--pid", "--pgid", "--uid"}},
+		"command":   {none: []string{"-v", "-V"}},
+		"taskset":   {none: []string{"-p", "--pid"}, operands: 1},
+		"chrt":      {short: "-T -P -D", long: "--sched-runtime --sched-period --sched-deadline", none: []string{"-p", "--pid", "-m", "--max"}, operands: 1},
+		"prlimit":   {short: "-p", long: "--pid", none: []string{"-p", "--pid"}},
+		"setpriv": {long: "--ruid --euid --rgid --egid --reuid --regid --groups --inh-caps --ambient-caps --bounding-set " +
+			"--securebits --pdeathsig --selinux-label --apparmor-profile --landlock-access --landlock-rule --seccomp-filter",
+			privileged: true},
+		"unshare": {short: "-R -w -S -G -l", long: "--setuid --setgid --root --wd --propagation --setgroups --map-user --map-users " +
+			"--map-group --map-groups --monotonic --boottime --load-interp", privileged: true, shellWithout: true},
+		"nsenter": {short: "-t -S -G -r -w -Z", long: "--target --setuid --setgid --root --wd --env --user-parent --join-cgroup",
+			privileged: true, shellWithout: true},
+		"chroot":           {long: "--groups --userspec", operands: 1, privileged: true, shellWithout: true},
+		"fakeroot":         {short: "-l -s -i -b", long: "--lib --faked --save-file --load-file --fd-base", shellWithout: true},
+		"firejail":         {shellWithout: true},
+		"valgrind":         {},
+		"ssh-agent":        {short: "-a -E -O -P -t"},
+		"dbus-run-session": {long: "--config-file --dbus-daemon"},
+		"strace":           {read: (*analyzer).unwrapTracer},
+		"ltrace":           {read: (*analyzer).unwrapTracer},
+		"su":               su,
+		"runuser":          su,
+		"sg":               {privileged: true, read: (*analyzer).unwrapSg},
+		"flock":            {read: (*analyzer).unwrapFlock},
+		"script":           {read: (*analyzer).unwrapScript},
+		"watch":            {read: (*analyzer).unwrapWatch},
+		"entr":             {read: (*analyzer).unwrapEntr},
+		"gdb":              {read: (*analyzer).unwrapGdb},
+		"env": {read: func(an *analyzer, args []Word, text string, _ int) unwrapped {
 			next, ok := an.unwrapEnv(args, text)
-			return next, ok, false
+			return unwrapped{next: next, ok: ok}
 		}},
-		"time": {read: func(an *analyzer, args []Word, text string) ([]Word, bool, bool) {
+		"time": {read: func(an *analyzer, args []Word, text string, _ int) unwrapped {
 			next, ok := an.unwrapTime(args, text)
-			return next, ok, false
+			return unwrapped{next: next, ok: ok}
 		}},
-		"xargs": {read: (*analyzer).unwrapXargs},
+		"xargs": {read: func(an *analyzer, args []Word, text string, _ int) unwrapped {
+			next, ok, open := an.unwrapXargs(args, text)
+			return unwrapped{next: next, ok: ok, open: open}
+		}},
 	}
 }
 
-// unwrap returns the command w runs with args, or false when it runs none
-// (or the analysis cannot tell which: a problem says so).
-func (w wrapper) unwrap(an *analyzer, args []Word, text string) (next []Word, ok, open bool) {
+// unwrap returns the command w runs with args, or ok false when it runs
+// none (or the analysis cannot tell which: a problem says so).
+func (w wrapper) unwrap(an *analyzer, args []Word, text string, depth int) unwrapped {
 	switch {
-	case w.read != nil:
-		return w.read(an, args, text)
-	case w.raw:
-		return args, len(args) > 0, false
 	case len(w.none) > 0 && hasOption(args, w.none...):
-		return nil, false, false
+		return unwrapped{}
+	case w.read != nil:
+		return w.read(an, args, text, depth)
+	case w.raw:
+		return unwrapped{next: args, ok: len(args) > 0}
 	}
 	if w.shellShort != "" && runsShell(args, w.short, w.long, w.shellShort, w.shellLong) {
 		an.problem("%q runs a shell (sudo -s or -i) on a command line that cannot be checked", text)
 	}
-	next, ok = an.skipOptions(args, text, w.short, w.long)
+	next, ok := an.skipOptions(args, text, w.short, w.long)
 	if ok && w.operands > 0 {
 		next, ok = next[min(w.operands, len(next)):], len(next) > w.operands
 	}
-	return next, ok, false
+	if !ok && w.shellWithout {
+		an.problem("%q runs a shell reading commands from its standard input, which cannot be checked", text)
+	}
+	return unwrapped{next: next, ok: ok}
+}
+
+// viaShell reads a command string a wrapper hands to a shell (su -c,
+// watch, script -c) as commands of the line.
+func (an *analyzer) viaShell(s Word, text string, depth int) unwrapped {
+	if s.Dynamic {
+		an.problem("%q runs a command line known only at run time", text)
+	} else {
+		an.script(s.Value, depth+1)
+	}
+	return unwrapped{viaShell: true}
+}
+
+// unwrapSu reads su and runuser: -c (--command, --session-command) hands
+// a string to the user's shell; runuser -u USER runs the command after
+// it; -s names the shell, a program in its own right. Without a command
+// either starts a shell that reads standard input.
+func (an *analyzer) unwrapSu(args []Word, text string, depth int) unwrapped {
+	g := grammar{valued: "cCsgGwu", long: []string{"--command", "--session-command", "--shell", "--group", "--supp-group", "--whitelist-environment", "--user"}}
+	g.stop = true
+	if p := g.read(args); p.has("-u", "--user") && !p.dynamic {
+		// runuser -u USER [--] COMMAND…: the command's own options are its own.
+		return unwrapped{next: p.operands, ok: len(p.operands) > 0}
+	}
+	g.stop = false // su permutes: su root -c 'cmd'
+	p := g.read(args)
+	if p.dynamic {
+		an.problem("an option in %q is only known at run time", text)
+		return unwrapped{}
+	}
+	for _, sh := range p.values("-s", "--shell") {
+		an.simple([]Word{sh}, "", depth+1)
+	}
+	if cmds := p.values("-c", "--command", "--session-command"); len(cmds) > 0 {
+		return an.viaShell(cmds[len(cmds)-1], text, depth)
+	}
+	an.problem("%q runs a shell reading commands from its standard input, which cannot be checked", text)
+	return unwrapped{}
+}
+
+// unwrapSg reads sg [-] GROUP [-c] COMMAND: the command is a string sg
+// hands to /bin/sh -c; without one it starts a shell.
+func (an *analyzer) unwrapSg(args []Word, text string, depth int) unwrapped {
+	if len(args) > 0 && args[0].Value == "-" {
+		args = args[1:]
+	}
+	if len(args) < 2 {
+		an.problem("%q runs a shell reading commands from its standard input, which cannot be checked", text)
+		return unwrapped{}
+	}
+	rest := args[1:]
+	if !rest[0].Dynamic && rest[0].Value == "-c" {
+		rest = rest[1:]
+	}
+	return an.viaShell(joinedWord(rest), text, depth)
+}
+
+// joinedWord is words joined by spaces, as watch and sg build a command
+// line from their arguments.
+func joinedWord(ws []Word) Word {
+	out := Word{}
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = w.Value
+		out.Dynamic = out.Dynamic || w.Dynamic
+	}
+	out.Value = strings.Join(parts, " ")
+	return out
+}
+
+// unwrapFlock reads flock [options] FILE COMMAND… or flock [options]
+// FILE -c STRING (a string for /bin/sh -c), or flock FD (no command).
+func (an *analyzer) unwrapFlock(args []Word, text string, depth int) unwrapped {
+	next, ok := an.skipOptions(args, text, "-w -E", "--timeout --wait --conflict-exit-code")
+	if !ok || len(next) < 2 {
+		return unwrapped{}
+	}
+	rest := next[1:] // after the lock file
+	if !rest[0].Dynamic && (rest[0].Value == "-c" || rest[0].Value == "--command") {
+		if len(rest) < 2 {
+			return unwrapped{}
+		}
+		return an.viaShell(rest[1], text, depth)
+	}
+	return unwrapped{next: rest, ok: true}
+}
+
+// unwrapScript reads script: -c hands a string to the user's shell, the
+// operand is the typescript it writes (./typescript by default), and the
+// log options name more files it writes. Without -c it starts an
+// interactive shell.
+func (an *analyzer) unwrapScript(args []Word, text string, depth int) unwrapped {
+	g := grammar{valued: "cEIOBTmo", optional: "t", long: []string{"--command", "--echo", "--log-in", "--log-out", "--log-io",
+		"--log-timing", "--logging-format", "--output-limit"}}
+	p := g.read(args)
+	if p.dynamic {
+		an.problem("an option in %q is only known at run time", text)
+		return unwrapped{}
+	}
+	for _, f := range p.values("-I", "-O", "-B", "-T", "-t", "--log-in", "--log-out", "--log-io", "--log-timing", "--timing") {
+		an.output(f, text)
+	}
+	typescript := litWord("typescript")
+	if len(p.operands) > 0 {
+		typescript = p.operands[0]
+	}
+	an.output(typescript, text)
+	if cmds := p.values("-c", "--command"); len(cmds) > 0 {
+		return an.viaShell(cmds[len(cmds)-1], text, depth)
+	}
+	an.problem("%q runs an interactive shell reading commands from its standard input, which cannot be checked", text)
+	return unwrapped{}
+}
+
+// unwrapWatch reads watch: it joins its command words with spaces and
+// hands them to sh -c, unless -x (--exec) runs them as they are.
+func (an *analyzer) unwrapWatch(args []Word, text string, depth int) unwrapped {
+	g := grammar{stop: true, valued: "nq", optional: "d", long: []string{"--interval", "--equexit"}}
+	p := g.read(args)
+	switch {
+	case p.dynamic:
+		an.problem("an option in %q is only known at run time", text)
+		return unwrapped{}
+	case len(p.operands) == 0:
+		return unwrapped{}
+	case p.given("-x", "--exec"):
+		return unwrapped{next: p.operands, ok: true}
+	}
+	return an.viaShell(joinedWord(p.operands), text, depth)
+}
+
+// unwrapEntr reads entr: its utility runs as given, or, with -s, as a
+// string for the shell.
+func (an *analyzer) unwrapEntr(args []Word, text string, depth int) unwrapped {
+	g := grammar{stop: true}
+	p := g.read(args)
+	switch {
+	case p.dynamic:
+		an.problem("an option in %q is only known at run time", text)
+		return unwrapped{}
+	case len(p.operands) == 0:
+		return unwrapped{}
+	case p.has("-s"):
+		return an.viaShell(p.operands[0], text, depth)
+	}
+	return unwrapped{next: p.operands, ok: true}
+}
+
+// unwrapTracer reads strace and ltrace: options end at the traced
+// command; -o writes a file, or with a leading | or ! pipes the trace to
+// a command; -E sets a variable of the command.
+func (an *analyzer) unwrapTracer(args []Word, text string, depth int) unwrapped {
+	g := grammar{stop: true, valued: "abeEIoOpPsSuUXAlDFnwx", long: []string{"--output", "--attach", "--user", "--env", "--trace-path",
+		"--string-limit", "--summary-sort-by", "--columns", "--signal", "--trace", "--abbrev", "--verbose", "--raw", "--read", "--write",
+		"--inject", "--fault", "--status", "--quiet", "--decode-pids", "--secontext", "--align", "--library", "--indent"}}
+	p := g.read(args)
+	if p.dynamic {
+		an.problem("an option in %q is only known at run time", text)
+		return unwrapped{}
+	}
+	for _, o := range p.values("-o", "--output") {
+		if strings.HasPrefix(o.Value, "|") || strings.HasPrefix(o.Value, "!") {
+			o.Value = o.Value[1:]
+			an.viaShell(o, text, depth)
+			continue
+		}
+		an.output(o, text)
+	}
+	for _, e := range p.values("-E", "--env") {
+		if e.Dynamic {
+			an.problem("%q sets a variable known only at run time", text)
+		} else if isAssignment(e.Value) {
+			an.checkVar(assignName(e.Value))
+		}
+	}
+	return unwrapped{next: p.operands, ok: len(p.operands) > 0}
+}
+
+// unwrapGdb reads gdb: --args runs the program after it with its
+// arguments; gdb's own commands (from -ex, -x, or standard input) can
+// run any program (shell, !, python), which no rule sees.
+func (an *analyzer) unwrapGdb(args []Word, text string, _ int) unwrapped {
+	an.problem("%q runs gdb commands (from its options or standard input), which can run any program", text)
+	for i, a := range args {
+		if !a.Dynamic && a.Value == "--args" && i+1 < len(args) {
+			return unwrapped{next: args[i+1:], ok: true}
+		}
+	}
+	return unwrapped{}
 }
 
 // skipOptions skips a wrapper's options: argShort and argLong list the
@@ -193,10 +437,15 @@ func (an *analyzer) unwrapEnv(args []Word, text string) ([]Word, bool) {
 		case strings.HasPrefix(v, "--unset=") || strings.HasPrefix(v, "-u"):
 			i++
 		case v == "-C" || v == "--chdir":
-			an.a.Chdir = true
+			if i+1 < len(args) {
+				an.chdir(args[i+1])
+			}
 			i += 2
-		case strings.HasPrefix(v, "--chdir=") || strings.HasPrefix(v, "-C"):
-			an.a.Chdir = true
+		case strings.HasPrefix(v, "--chdir="):
+			an.chdir(litWord(strings.TrimPrefix(v, "--chdir=")))
+			i++
+		case strings.HasPrefix(v, "-C"):
+			an.chdir(litWord(strings.TrimPrefix(v, "-C")))
 			i++
 		case strings.HasPrefix(v, "-S") || strings.HasPrefix(v, "--split-string"):
 			an.problem("env -S builds a command from a string; write the command directly")
@@ -284,6 +533,9 @@ func (an *analyzer) unwrapTime(args []Word, text string) ([]Word, bool) {
 
 func (an *analyzer) output(w Word, text string) {
 	p, ok := an.pathWord(w)
+	if ok && safeDevice(p) {
+		return
+	}
 	if !ok {
 		an.problem("%q writes to a path known only at run time", text)
 		an.a.DynamicWrite = true
