@@ -97,6 +97,9 @@ func Main(args []string, stdio IO) int {
 	if errors.As(err, &ee) {
 		code = ee.Code
 	}
+	if sig := sig.forced(); sig != nil {
+		code = forcedExit(sig)
+	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintln(stdio.Err, "dsh: "+msg)
 	}

@@ -30,8 +30,9 @@ type signals struct {
 	aborting chan struct{}
 	ch       chan os.Signal
 
-	mu    sync.Mutex
-	first os.Signal
+	mu     sync.Mutex
+	first  os.Signal
+	second os.Signal
 }
 
 // hardExit is how long dsh may still take after a second signal.
@@ -57,14 +58,30 @@ func (s *signals) loop() {
 			close(s.stopping)
 			s.cancel(fmt.Errorf("interrupted by %s", signalName(sig)))
 		case 2:
+			s.mu.Lock()
+			s.second = sig
+			s.mu.Unlock()
 			close(s.aborting)
-			code := 128
-			if ss, ok := sig.(syscall.Signal); ok {
-				code += int(ss)
-			}
+			code := forcedExit(sig)
 			time.AfterFunc(hardExit, func() { os.Exit(code) })
 		}
 	}
+}
+
+// forcedExit is the exit status after a second signal: 128 + its number,
+// as for a process the signal killed.
+func forcedExit(sig os.Signal) int {
+	if ss, ok := sig.(syscall.Signal); ok {
+		return 128 + int(ss)
+	}
+	return 128
+}
+
+// forced is the second stop signal, or nil.
+func (s *signals) forced() os.Signal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.second
 }
 
 // received is the first stop signal, or nil.

@@ -161,7 +161,8 @@ func New(o Options, agents *agent.Registry) *Bridge {
 
 // Install registers the bridge on the hub, the tool registry, the live
 // sessions and (optionally) the compactor, for the life of scope. Closing
-// scope stops async hooks still running, as `claude -p` does at exit.
+// scope stops async hooks still running after a short grace, as `claude
+// -p` stops them at exit.
 func (b *Bridge) Install(scope *kernel.Scope, reg *tool.Registry, sessions *session.Live, comp *compact.Compactor) error {
 	b.sessions = sessions
 	hub := b.agents.Hub
@@ -183,10 +184,27 @@ func (b *Bridge) Install(scope *kernel.Scope, reg *tool.Registry, sessions *sess
 			return err
 		}
 	}
-	return scope.Add(func() {
-		b.cancelBg()
-		b.wg.Wait()
-	})
+	return scope.Add(b.stopAsync)
+}
+
+// AsyncGrace is how long async hooks still running when the bridge closes
+// (dsh exits) may go on before they are stopped.
+const AsyncGrace = time.Second
+
+// stopAsync gives background hooks AsyncGrace to finish, then stops them
+// (at once on a second signal) and waits for them.
+func (b *Bridge) stopAsync() {
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	t := time.NewTimer(AsyncGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-b.o.Aborting:
+	}
+	b.cancelBg()
+	<-done
 }
 
 // Check reads the hooks of cwd now and reports the problems of its files

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs dsh's whole test suite on a fresh machine with Go: installs what the
-# tests need (tmux, ripgrep and PostgreSQL from Debian, Node packages from
+# tests need (tmux, ripgrep, jq, python3 and PostgreSQL from Debian, Node packages from
 # the committed lock file), starts a private PostgreSQL cluster, then runs
 # every Go test with the race detector.
 #
@@ -39,6 +39,10 @@ pg_bindir() {
 need=()
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
+# Hook scripts in the end-to-end tests are written as users write them:
+# bash with jq, Python, Node.
+command -v jq >/dev/null 2>&1 || need+=(jq)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ -z "$(pg_bindir)" ]; then
   need+=(postgresql)
   # Only the binaries are wanted: no system cluster on port 5432.
