@@ -134,7 +134,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	b.db = db
 	if err := b.initSchema(); err != nil {
 		db.Close()
-		return nil, err
+		return nil, b.wrap(err)
 	}
 	return b, nil
 }
@@ -538,6 +538,10 @@ func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error
 		keep, err = committed(all, bad)
 	}
 	if err != nil {
+		var ce *store.CorruptError
+		if errors.As(err, &ce) && b.path != Memory {
+			ce.Path = b.path
+		}
 		return nil, fmt.Errorf("sqlite: session %q: %w", id, err)
 	}
 	st.Events = all[:keep:keep]
@@ -579,12 +583,14 @@ func committed(events []session.Event, bad []bool) (keep int, err error) {
 
 // LoadStored implements [store.Backend].
 func (b *Backend) LoadStored(ctx context.Context, id session.ID) (*store.Stored, error) {
-	return b.load(ctx, id)
+	st, err := b.load(ctx, id)
+	return st, b.wrap(err)
 }
 
 // LoadLive implements [store.Backend]; a database has no cwd scopes.
 func (b *Backend) LoadLive(ctx context.Context, id session.ID, _ string) (*store.Stored, error) {
-	return b.load(ctx, id)
+	st, err := b.load(ctx, id)
+	return st, b.wrap(err)
 }
 
 func nullString(s string) any {
@@ -663,7 +669,7 @@ func (b *Backend) AppendBatch(ctx context.Context, batch store.Batch) error {
 	if err != nil && !strings.HasPrefix(err.Error(), "sqlite:") {
 		err = fmt.Errorf("sqlite: appending to %q: %w", id, err)
 	}
-	return err
+	return b.wrap(err)
 }
 
 // CommitRepair implements [store.Backend]: one transaction deleting the torn
@@ -689,7 +695,7 @@ func (b *Backend) CommitRepair(ctx context.Context, r store.Repair) error {
 		return updateSummary(ctx, c, r.Info)
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: repairing %q: %w", id, err)
+		return b.wrap(fmt.Errorf("sqlite: repairing %q: %w", id, err))
 	}
 	return nil
 }
@@ -697,6 +703,11 @@ func (b *Backend) CommitRepair(ctx context.Context, r store.Repair) error {
 // List implements [store.Backend]: the sessions table, newest activity
 // first.
 func (b *Backend) List(ctx context.Context, q store.Query) ([]store.Info, error) {
+	infos, err := b.list(ctx, q)
+	return infos, b.wrap(err)
+}
+
+func (b *Backend) list(ctx context.Context, q store.Query) ([]store.Info, error) {
 	query := "SELECT id, version, created_at, cwd, parent_session, seed_length, title, last_activity, turns, event_count FROM sessions"
 	var args []any
 	if q.Cwd != "" {
@@ -735,6 +746,11 @@ func (b *Backend) List(ctx context.Context, q store.Query) ([]store.Info, error)
 
 // Tail implements [store.Backend]: the last n rows by primary key.
 func (b *Backend) Tail(ctx context.Context, id session.ID, n int) (session.Header, []session.Event, error) {
+	h, events, err := b.tail(ctx, id, n)
+	return h, events, b.wrap(err)
+}
+
+func (b *Backend) tail(ctx context.Context, id session.ID, n int) (session.Header, []session.Event, error) {
 	h, ok, err := readHeader(ctx, b.db, id)
 	if err != nil {
 		return h, nil, err

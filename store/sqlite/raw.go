@@ -87,7 +87,7 @@ func (r *rawReader) errorf(what string, rc int32, args ...any) error {
 			msg = libc.GoString(p)
 		}
 	}
-	return fmt.Errorf(what+": %s", append(args, msg)...)
+	return &rawError{code: rc, msg: fmt.Sprintf(what+": %s (%d)", append(args, msg, rc)...)}
 }
 
 func (r *rawReader) close() {

@@ -1,0 +1,78 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
+)
+
+// A file that is not a database is refused with its path and what to do,
+// not SQLite's bare "file is not a database (26)".
+func TestNotADatabaseNamesThePath(t *testing.T) {
+	dir := t.TempDir()
+	p := dbPath(dir)
+	if err := os.WriteFile(p, []byte(strings.Repeat("this is not a database\n", 400)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(p, Options{})
+	if err == nil {
+		t.Fatal("opened a file that is not a database")
+	}
+	for _, want := range []string{p + ": ", "file is not a database", "move it aside", "dsh sessions copy"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
+
+// A database damaged after it was written: reading a session reports the
+// file and that it is damaged.
+func TestMalformedDatabaseNamesThePath(t *testing.T) {
+	dir := t.TempDir()
+	p := dbPath(dir)
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := session.ID("s1")
+	h := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}
+	if err := b.Lock(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var events []session.Event
+	for i := range 2000 {
+		events = append(events, session.Event{Seq: int64(i), Type: "note", Time: 1, Data: []byte(`{"text":"` + strings.Repeat("x", 200) + `"}`)})
+	}
+	if err := b.AppendBatch(ctx, store.Batch{Header: h, Events: events, Info: store.NewInfo(h, events)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Scribble over the pages after the first few (the schema stays
+	// readable, the events' b-tree does not).
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
+	for off := int64(8 * 4096); off < 64*4096; off += 4096 {
+		if _, err := f.WriteAt(junk, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	b, err = Open(p, Options{})
+	if err == nil {
+		defer b.Close()
+		_, err = b.LoadStored(ctx, id)
+	}
+	if err == nil || !strings.Contains(err.Error(), p+": ") || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("loading a damaged database: %v", err)
+	}
+}
