@@ -132,6 +132,10 @@ type App struct {
 // ErrNoModel is returned when a model was named but nothing serves it.
 var ErrNoModel = errors.New("app: unknown model")
 
+// ErrStoreOpen is returned when the session store cannot be opened (a full
+// disk, a damaged database): nothing could be saved, so nothing runs.
+var ErrStoreOpen = errors.New("opening the session store")
+
 // New builds the app.
 func New(ctx context.Context, o Options) (*App, error) {
 	if o.Env == nil {
@@ -162,7 +166,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	backend, err := backends.Open(o.Home, storeName, o.NoSync)
 	if err != nil {
-		return fail(fmt.Errorf("app: opening the session store: %w", err))
+		return fail(fmt.Errorf("app: %w: %w", ErrStoreOpen, err))
 	}
 	coord, err := store.Attach(h.Scope, h.Sessions, backend, store.Options{Logf: func(f string, args ...any) {
 		o.Logger.Warn(fmt.Sprintf(f, args...))

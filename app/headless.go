@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ const (
 	ExitMaxTokens = 4 // the model hit its output limit
 	ExitRejected  = 5 // every prompt was blocked by a hook
 	ExitMaxTurns  = 6 // --max-turns was reached
+	ExitNotSaved  = 7 // the session could not be saved (disk full, store failure): the turn stopped before the next model call
 )
 
 // Output formats.
@@ -56,6 +58,8 @@ type Result struct {
 	DurationMS int64     `json:"duration_ms"`
 	Usage      llm.Usage `json:"usage"`
 	Model      string    `json:"model"`
+
+	code string // the turn's end-reason code
 }
 
 // RunHeadless runs one prompt to completion with no approver (asks fail
@@ -92,10 +96,11 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 		hd, err = a.Start(ctx, nil)
 	}
 	if err != nil {
+		code := ExitError
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidID) {
-			return ExitUsage, err // a bad --resume id: nothing ran
+			code = ExitUsage // a bad --resume id: nothing ran
 		}
-		return ExitError, err
+		return code, a.refused(ho, string(ho.Resume), start, err)
 	}
 	ag := hd.Agent
 	defer hd.Dispose(context.WithoutCancel(ctx))
@@ -115,7 +120,7 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 		defer undo()
 	}
 	if err := ag.Send(ctx, []llm.Block{llm.Text(ho.Prompt)}, llm.Source{}); err != nil {
-		return ExitError, err
+		return ExitError, a.refused(ho, string(sess.ID()), start, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- ag.WhenIdle(context.WithoutCancel(ctx)) }()
@@ -130,17 +135,31 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 	}
 	res := summarize(sess.Events()[from:], string(sess.ID()), a.Model)
 	res.DurationMS = a.opts.Now().Sub(start).Milliseconds()
-	code := exitCode(res.StopReason)
+	// Success is claimed only for a saved session: the turn's last events
+	// (its turn/end) may still have failed to reach the store.
+	if ferr := a.Host.Sessions.FlushSession(context.WithoutCancel(ctx), sess); ferr != nil && res.code != session.CodeNotSaved {
+		res.StopReason, res.Error, res.code = session.EndError, ferr.Error(), session.CodeNotSaved
+	}
+	code := exitCode(res.StopReason, res.code)
 	res.IsError = code != ExitOK
 	if res.IsError {
-		res.Subtype = "error_" + res.StopReason
+		res.Subtype = subtype(res.StopReason, res.code)
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	var runErr error
+	if code == ExitNotSaved {
+		// Said on stderr in every format: a script reading only stdout
+		// must not take the run for saved.
+		runErr = notSaved(res.Error)
+	}
 	switch ho.Format {
 	case FormatText:
 		if res.Result != "" {
 			fmt.Fprintln(ho.Out, res.Result)
+		}
+		if runErr != nil {
+			return code, runErr
 		}
 		if res.IsError {
 			msg := res.Error
@@ -154,10 +173,63 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 			return ExitError, err
 		}
 	}
-	return code, nil
+	return code, runErr
 }
 
-func exitCode(stop string) int {
+// notSaved is the error of a run whose session could not be saved, with
+// what to do about it.
+func notSaved(msg string) error {
+	return fmt.Errorf("%s\nThe turn stopped there: nothing was sent to the model that the session could not record. "+
+		"Free space (or fix the session store), then continue with `dsh -c`.", msg)
+}
+
+// refused reports a run that never started its turn (a session another
+// process holds, one that cannot be loaded): in the json formats as a
+// result object too, so scripts parsing stdout still get one.
+func (a *App) refused(ho HeadlessOptions, id string, start time.Time, err error) error {
+	WriteRefused(ho.Out, ho.Format, id, a.Model, a.opts.Now().Sub(start), err)
+	return err
+}
+
+// WriteRefused writes, in the json and stream-json formats, the result of a
+// headless run that failed before its turn started; text writes nothing
+// (the error goes to stderr).
+func WriteRefused(w io.Writer, format, sessionID, model string, elapsed time.Duration, err error) {
+	if format != FormatJSON && format != FormatStreamJSON {
+		return
+	}
+	kind := "error_during_execution"
+	switch {
+	case errors.Is(err, store.ErrInUse):
+		kind = "error_session_in_use"
+	case errors.Is(err, store.ErrNotFound):
+		kind = "error_session_not_found"
+	case errors.Is(err, ErrStoreOpen):
+		kind = "error_not_saved"
+	}
+	res := Result{Type: "result", Subtype: kind, IsError: true, SessionID: sessionID, StopReason: "none", Error: err.Error(),
+		Model: model, DurationMS: elapsed.Milliseconds()}
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+// subtype names how a run that is not a success ended: error_<end reason>
+// (error_max_turns, error_aborted, …), and for a failed turn the kind of
+// error (error_not_saved, error_rate_limit, error_auth, …), or Claude Code's
+// error_during_execution when the error has no kind.
+func subtype(stop, code string) string {
+	if stop != session.EndError {
+		return "error_" + stop
+	}
+	if code == "" {
+		return "error_during_execution"
+	}
+	return "error_" + strings.ToLower(strings.ReplaceAll(code, "-", "_"))
+}
+
+func exitCode(stop, code string) int {
+	if code == session.CodeNotSaved {
+		return ExitNotSaved
+	}
 	switch stop {
 	case session.EndCompleted:
 		return ExitOK
@@ -202,7 +274,7 @@ func summarize(events []session.Event, id, model string) Result {
 			res.StopReason = te.Reason.Kind
 			switch te.Reason.Kind {
 			case session.EndError:
-				res.Error = te.Reason.Message
+				res.Error, res.code = te.Reason.Message, te.Reason.Code
 			case session.EndAborted, session.EndRejected:
 				res.Error = te.Reason.Reason
 			}

@@ -43,7 +43,7 @@ Zed (settings.json):
 			if mode != "" && !contains(settings.Modes, mode) {
 				return usageErr("unknown --permission-mode %q (want one of %s)", mode, strings.Join(settings.Modes, ", "))
 			}
-			fileLog, closeLog, err := logger(h, verbose)
+			fileLog, closeLog, err := logger(h, verbose, stdio.Err)
 			if err != nil {
 				return usageErr("%v", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode"
 
@@ -106,6 +107,15 @@ func Main(args []string, stdio IO) int {
 	return code
 }
 
+// unprefixed is err with a package prefix dropped from its message.
+type unprefixed struct {
+	err    error
+	prefix string
+}
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), u.prefix) }
+func (u unprefixed) Unwrap() error { return u.err }
+
 // IsTerminal reports whether f is a terminal.
 func IsTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
@@ -172,8 +182,9 @@ func privateHome(stdio IO, dir string) error {
 }
 
 // logger writes to $DSH_HOME/logs/dsh.log: never to stdout, never
-// interleaved with the UI.
-func logger(dir string, verbose bool) (*slog.Logger, func(), error) {
+// interleaved with the UI — unless the file cannot be written (a full
+// disk), when records go to stderr rather than nowhere.
+func logger(dir string, verbose bool, stderr io.Writer) (*slog.Logger, func(), error) {
 	if err := private.MkdirAll(filepath.Join(dir, "logs")); err != nil {
 		return nil, nil, fmt.Errorf("creating the log directory: %w", err)
 	}
@@ -185,7 +196,33 @@ func logger(dir string, verbose bool) (*slog.Logger, func(), error) {
 	if verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
+	w := &logWriter{f: f, stderr: stderr}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
+}
+
+// logWriter writes log records to the log file and, while the file cannot
+// be written, to stderr, saying so once per outage: a full disk must not
+// also silence the record of what failed because of it.
+type logWriter struct {
+	mu      sync.Mutex
+	f       *os.File
+	stderr  io.Writer
+	failing bool
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := w.f.Write(p)
+	if err == nil {
+		w.failing = false
+		return len(p), nil
+	}
+	if !w.failing {
+		w.failing = true
+		fmt.Fprintf(w.stderr, "dsh: cannot write the log file (%v); logging to stderr until it can\n", err)
+	}
+	return w.stderr.Write(p)
 }
 
 // setup loads settings and builds the app.
@@ -214,7 +251,7 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	if f.permissionMode != "" && !contains(settings.Modes, f.permissionMode) {
 		return nil, nil, usageErr("unknown --permission-mode %q (want one of %s)", f.permissionMode, strings.Join(settings.Modes, ", "))
 	}
-	log, closeLog, err := logger(h, f.verbose)
+	log, closeLog, err := logger(h, f.verbose, stdio.Err)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
@@ -255,6 +292,9 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 		if errors.Is(err, app.ErrNoModel) {
 			return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "app: "))
 		}
+		if errors.Is(err, app.ErrStoreOpen) {
+			return nil, nil, &ExitError{Code: app.ExitNotSaved, Err: fmt.Errorf("nothing ran: the session could not be saved: %w", unprefixed{err, "app: "})}
+		}
 		return nil, nil, err
 	}
 	return a, func() {
@@ -286,6 +326,9 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 	}
 	a, done, err := setup(ctx, stdio, f)
 	if err != nil {
+		if f.print && errors.Is(err, app.ErrStoreOpen) {
+			app.WriteRefused(stdio.Out, f.outputFormat, f.resume, f.model, 0, err)
+		}
 		return err
 	}
 	defer done()

@@ -12,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dshq/dsh/internal/tmpfs"
 )
 
 // Helpers: a model server that can act between requests, and
 // a way to run the binary under a chosen umask or inside a private mount
-// namespace (see tmpfs_e2e_test.go).
+// namespace (package tmpfs).
 
 // actingModel is the DeepSeek-format server of e2e_test.go plus a hook that
 // runs before request n (1-based) is answered, while dsh waits for it.
@@ -57,9 +59,9 @@ func newActingModel(t *testing.T, replies ...string) (*actingModel, string) {
 // invocation is one run of the dsh binary.
 type invocation struct {
 	dir, home, baseURL, stdin string
-	umask                     string   // e.g. "022"; "" keeps the test's
-	ns                        *tmpfs   // run inside this mount namespace
-	env                       []string // extra variables
+	umask                     string    // e.g. "022"; "" keeps the test's
+	ns                        *tmpfs.FS // run inside this mount namespace
+	env                       []string  // extra variables
 }
 
 func (iv invocation) run(t *testing.T, args ...string) run {
@@ -69,7 +71,7 @@ func (iv invocation) run(t *testing.T, args ...string) run {
 		argv = append([]string{"sh", "-c", `umask ` + iv.umask + `; exec "$0" "$@"`}, argv...)
 	}
 	if iv.ns != nil {
-		argv = append(iv.ns.enter(iv.dir), argv...)
+		argv = append(iv.ns.Enter(iv.dir), argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = iv.dir
@@ -210,5 +212,24 @@ func TestHomeWiderModesAreTightened(t *testing.T) {
 	ls := iv.run(t, "sessions", "--json")
 	if err := json.Unmarshal([]byte(ls.stdout), &res); err != nil || len(res) != 1 {
 		t.Fatalf("sessions after tightening: %v %s", err, ls.stdout)
+	}
+}
+
+// A session database that is not one stops every run with an error that
+// names the file and says what to do about it.
+func TestCorruptDatabaseNamesItsPath(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	sqliteSettings(t, home)
+	db := filepath.Join(home, "sessions.db")
+	if err := os.WriteFile(db, bytes.Repeat([]byte("garbage, not SQLite\n"), 500), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, url := newActingModel(t, textReply("unreachable"))
+	iv := invocation{dir: dir, home: home, baseURL: url}
+	for _, args := range [][]string{{"-p", "--model", "deepseek/deepseek-chat", "hello"}, {"sessions"}} {
+		r := iv.run(t, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, db+": file is not a database") || !strings.Contains(r.stderr, "move it aside") {
+			t.Errorf("dsh %v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
 	}
 }

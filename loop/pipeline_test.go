@@ -484,18 +484,40 @@ func TestContainment(t *testing.T) {
 		})
 		a := hs.agent(agent.Options{})
 		run(t, a, "x")
+		// The prompt could not be recorded: the turn stops before the
+		// model is called, as one error naming the cause.
 		errs := hs.errors()
-		if len(errs) != 1 || errs[0].Err.Error() != "disk full" {
+		var ns *session.NotSavedError
+		if len(errs) != 1 || !errors.As(errs[0].Err, &ns) || ns.Err.Error() != "disk full" {
 			t.Fatalf("errors %v", errs)
 		}
-		for _, e := range a.Session().Events() {
-			if strings.Contains(string(e.Data), "disk full") {
-				t.Fatal("a flush failure must never become a session event")
-			}
+		if hs.model.Calls() != 0 {
+			t.Fatalf("the model was called %d times with a prompt the log could not record", hs.model.Calls())
+		}
+		if r := lastEnd(t, a.Session()); r.Kind != session.EndError || r.Code != session.CodeNotSaved || !strings.Contains(r.Message, "disk full") {
+			t.Fatalf("end reason %+v", r)
 		}
 		run(t, a, "y")
-		if lastEnd(t, a.Session()).Kind != session.EndCompleted {
+		if lastEnd(t, a.Session()).Kind != session.EndCompleted || hs.model.Calls() != 1 {
 			t.Fatal("next turn must run")
+		}
+	})
+	t.Run("flush failure after a step", func(t *testing.T) {
+		hs := newHarness(t, scripted.Call("c1", "nosuchtool", map[string]any{}, ""), scripted.Text("never asked"))
+		var flushes atomic.Int32
+		hs.h.Sessions.Flush.Use(func(context.Context, *session.Session) error {
+			if flushes.Add(1) >= 2 {
+				return errors.New("disk full")
+			}
+			return nil
+		})
+		a := hs.agent(agent.Options{})
+		run(t, a, "x")
+		if hs.model.Calls() != 1 {
+			t.Fatalf("the model was called %d times after a step the log could not record", hs.model.Calls())
+		}
+		if r := lastEnd(t, a.Session()); r.Code != session.CodeNotSaved || r.Step != 1 {
+			t.Fatalf("end reason %+v", r)
 		}
 	})
 	t.Run("pre-step listener", func(t *testing.T) {

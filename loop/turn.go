@@ -184,16 +184,43 @@ func (t *turnState) closeTurn() {
 	}
 }
 
-func (t *turnState) flush() {
+// flush is the durability checkpoint; it reports whether it held. A failure
+// ends the turn (the caller returns): nothing may be sent to the model that
+// the log could not record, so a turn never runs on while its steps are
+// lost. The events stay in memory and in the store's buffer, which the next
+// checkpoint writes, so a later turn (once space is freed) loses nothing.
+func (t *turnState) flush() bool {
+	err := t.a.l.d.Sessions.FlushSession(t.bg, t.a.sess)
+	if err == nil {
+		return true
+	}
+	t.a.l.d.Logger.Warn("session flush failed", "agent", t.a.id, "turn", t.turn, "err", err)
+	if t.errorReported {
+		// The turn failed already: still say that it is not saved.
+		t.a.reportError(t.turn, t.step, err)
+	}
+	t.failTurn(err)
+	return false
+}
+
+// finalFlush writes the turn/end. The turn's reason is decided by then, so a
+// failure is reported (front doors check the session is saved before they
+// claim success) and the event waits in the store's buffer for the next
+// checkpoint.
+func (t *turnState) finalFlush() {
 	if err := t.a.l.d.Sessions.FlushSession(t.bg, t.a.sess); err != nil {
-		t.a.l.d.Logger.Warn("session flush failed", "agent", t.a.id, "turn", t.turn, "err", err)
-		t.a.reportError(t.turn, t.step, toError(err))
+		t.a.l.d.Logger.Warn("session flush failed at the end of the turn", "agent", t.a.id, "turn", t.turn, "err", err)
+		t.a.reportError(t.turn, t.step, err)
 	}
 }
 
 func errCode(err error) string {
 	if c := llm.CodeOf(err); c != "" {
 		return c
+	}
+	var ns *session.NotSavedError
+	if errors.As(err, &ns) {
+		return session.CodeNotSaved
 	}
 	return ""
 }
@@ -262,8 +289,11 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 			t.reason = session.EndReason{Kind: session.EndRejected, Reason: lastBlock}
 			return nil
 		}
-		// The prompt is durable before anything can go wrong with the model.
-		t.flush()
+		// The prompt is durable before anything can go wrong with the model,
+		// and nothing is sent that the log could not record.
+		if !t.flush() {
+			return nil
+		}
 		for {
 			if a.opts.MaxSteps > 0 && t.step >= a.opts.MaxSteps {
 				t.reason = session.EndReason{Kind: session.EndMaxTurns}
@@ -347,7 +377,9 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 			if t.closeStep() {
 				return nil
 			}
-			t.flush()
+			if !t.flush() {
+				return nil
+			}
 			def := agent.ContinuationDecision{Continue: out.hadToolCalls || t.lastDrained}
 			d, err := hub.Continuation.Run(a.ctx, agent.ContinuationInput{Agent: a, Turn: turn, Default: def},
 				func(context.Context, agent.ContinuationInput) (agent.ContinuationDecision, error) { return def, nil })
@@ -398,8 +430,13 @@ func (a *loopAgent) runTurn(batch []queued) (turn int, ret error) {
 	} else if maxTokens && (t.reason.Kind == session.EndCompleted) {
 		t.reason = session.EndReason{Kind: session.EndMaxTokens}
 	}
+	if t.opened && !t.errorReported {
+		// Everything before turn/end is durable before the turn claims its
+		// outcome: a failure here still turns the end into an error.
+		t.flush()
+	}
 	t.closeTurn()
-	t.flush()
+	t.finalFlush()
 	return turn, nil
 }
 

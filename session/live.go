@@ -147,5 +147,11 @@ func (st *Live) List() []*Session {
 	return out
 }
 
-// FlushSession runs the durability checkpoint for s.
-func (st *Live) FlushSession(ctx context.Context, s *Session) error { return st.Flush.Run(ctx, s) }
+// FlushSession runs the durability checkpoint for s. A failure is a
+// [*NotSavedError].
+func (st *Live) FlushSession(ctx context.Context, s *Session) error {
+	if err := st.Flush.Run(ctx, s); err != nil {
+		return &NotSavedError{ID: s.ID(), Err: err}
+	}
+	return nil
+}

@@ -1,4 +1,7 @@
-package cli_test
+// Package tmpfs gives tests a small, really full-able file system: a tmpfs
+// mounted in a private mount namespace, for the disk-full tests of the
+// binary's front doors.
+package tmpfs
 
 import (
 	"bufio"
@@ -9,26 +12,26 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
-// tmpfs is a small tmpfs mounted in a private mount namespace, held open by
+// FS is a small tmpfs mounted in a private mount namespace, held open by
 // a sleeping process: nothing is mounted where other processes can see it,
 // and when the test ends (or dies: the holder gets SIGKILL when its parent
 // goes) the namespace and the mount go with the holder. Commands run inside
 // it through nsenter; the test reaches its files through
 // /proc/<holder>/root.
-type tmpfs struct {
-	t      *testing.T
+type FS struct {
+	t      testing.TB
 	holder *exec.Cmd
-	dir    string // the mount point, as seen inside the namespace
+	// Dir is the mount point, as seen inside the namespace.
+	Dir string
 }
 
-// newTmpfs mounts a tmpfs of size (e.g. "1m") at a fresh directory. It
+// New mounts a tmpfs of size (e.g. "1m") at a fresh directory. It
 // fails the test when that is impossible (not root, no unshare): a disk-full
 // test that silently skips would let the regression back in. Set
 // DSH_TEST_NO_TMPFS=1 to skip these tests on a machine that cannot mount.
-func newTmpfs(t *testing.T, size string) *tmpfs {
+func New(t testing.TB, size string) *FS {
 	t.Helper()
 	if os.Getenv("DSH_TEST_NO_TMPFS") == "1" {
 		t.Skip("DSH_TEST_NO_TMPFS=1: not mounting a tmpfs")
@@ -55,7 +58,7 @@ func newTmpfs(t *testing.T, size string) *tmpfs {
 		_ = cmd.Wait()
 		t.Fatalf("cannot mount a tmpfs for the disk-full tests (they need root and unshare; DSH_TEST_NO_TMPFS=1 skips them): %s", stderr.String())
 	}
-	fs := &tmpfs{t: t, holder: cmd, dir: dir}
+	fs := &FS{t: t, holder: cmd, Dir: dir}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -63,22 +66,24 @@ func newTmpfs(t *testing.T, size string) *tmpfs {
 	return fs
 }
 
-// enter is the command prefix that runs a command inside the namespace,
+// Enter is the command prefix that runs a command inside the namespace,
 // in directory wd.
-func (f *tmpfs) enter(wd string) []string {
-	return []string{"nsenter", "-t", strconv.Itoa(f.holder.Process.Pid), "-m", "--wd=" + wd, "--"}
+func (f *FS) Enter(wd string) []string {
+	// cd inside the namespace: nsenter's --wd opens the directory before it
+	// enters, which leaves a working directory getcwd(2) cannot name.
+	return []string{"nsenter", "-t", strconv.Itoa(f.holder.Process.Pid), "-m", "--", "sh", "-c", `cd "$0" && exec "$@"`, wd}
 }
 
-// path is where the test process reaches p (a path inside the namespace).
-func (f *tmpfs) path(p string) string {
+// Path is where the test process reaches p (a path inside the namespace).
+func (f *FS) Path(p string) string {
 	return filepath.Join("/proc", strconv.Itoa(f.holder.Process.Pid), "root", p)
 }
 
-// fill writes a file at p (inside the namespace) until the file system is
+// Fill writes a file at p (inside the namespace) until the file system is
 // full.
-func (f *tmpfs) fill(p string) {
+func (f *FS) Fill(p string) {
 	f.t.Helper()
-	w, err := os.OpenFile(f.path(p), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	w, err := os.OpenFile(f.Path(p), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -103,12 +108,10 @@ func (f *tmpfs) fill(p string) {
 	}
 }
 
-// free removes the file fill wrote.
-func (f *tmpfs) free(p string) {
+// Free removes the file Fill wrote.
+func (f *FS) Free(p string) {
 	f.t.Helper()
-	if err := os.Remove(f.path(p)); err != nil {
+	if err := os.Remove(f.Path(p)); err != nil {
 		f.t.Fatal(err)
 	}
 }
-
-var _ = time.Second
