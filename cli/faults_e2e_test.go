@@ -233,3 +233,58 @@ func TestCorruptDatabaseNamesItsPath(t *testing.T) {
 		}
 	}
 }
+
+// A headless run refused because another dsh holds its session still gives
+// scripts a JSON result naming why.
+func TestHeadlessSessionInUseJSON(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	release := make(chan struct{})
+	asked := make(chan struct{})
+	m, url := newActingModel(t, textReply("first"), textReply("second"))
+	m.before = func(n int) {
+		if n == 2 {
+			close(asked)
+			<-release
+		}
+	}
+	iv := invocation{dir: dir, home: home, baseURL: url}
+	r := iv.run(t, "-p", "--model", "deepseek/deepseek-chat", "--output-format", "json", "hello")
+	var first map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &first); err != nil || r.code != 0 {
+		t.Fatalf("first run: %v %+v", err, r)
+	}
+	id := first["session_id"].(string)
+	holder := make(chan run, 1)
+	go func() { holder <- iv.run(t, "-p", "-r", id, "--model", "deepseek/deepseek-chat", "again") }()
+	<-asked // the holder has the session and waits for the model
+	refused := iv.run(t, "-p", "-r", id, "--model", "deepseek/deepseek-chat", "--output-format", "json", "me too")
+	close(release)
+	if h := <-holder; h.code != 0 {
+		t.Fatalf("holder: %+v", h)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(refused.stdout), &res); err != nil {
+		t.Fatalf("refused run printed no JSON result: %v %+v", err, refused)
+	}
+	if refused.code == 0 || res["is_error"] != true || res["subtype"] != "error_session_in_use" || res["session_id"] != id ||
+		!strings.Contains(res["error"].(string), "in use by another dsh process") || !strings.Contains(refused.stderr, "in use") {
+		t.Fatalf("refused run: exit %d result %v stderr %q", refused.code, res, refused.stderr)
+	}
+}
+
+// A failed turn's JSON result names the kind of error, not "error_error".
+func TestHeadlessErrorSubtype(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"invalid api key","type":"authentication_error"}}`, http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	r := invocation{dir: t.TempDir(), home: t.TempDir(), baseURL: srv.URL}.run(t,
+		"-p", "--model", "deepseek/deepseek-chat", "--output-format", "json", "hello")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if r.code != 1 || res["subtype"] != "error_auth" || res["stop_reason"] != "error" {
+		t.Fatalf("exit %d result %v", r.code, res)
+	}
+}
