@@ -411,6 +411,10 @@ func (a *App) Latest(ctx context.Context) (session.ID, error) {
 	return best.Header.ID, nil
 }
 
+// Hooks returns the hook bridges (Claude Code's, then Codex's), for
+// `dsh hooks test` and `replay`; none when the hooks plugin is off.
+func (a *App) Hooks() []*hooks.Bridge { return a.bridges }
+
 // SetEndReason records why an agent's session ends (clear, resume,
 // logout, prompt_input_exit) for its SessionEnd hooks; call it before
 // disposing the agent. Without it the reason is "other".

@@ -374,3 +374,54 @@ func TestSessionEndHookAndSignals(t *testing.T) {
 		})
 	}
 }
+
+// dsh hooks test runs the configured hooks against a synthetic payload and
+// shows their decision; dsh hooks replay runs them against the tool calls
+// a session recorded.
+func TestHooksTestAndReplay(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	guard, _ := filepath.Abs("../hooks/testdata/guard.sh")
+	logf := filepath.Join(t.TempDir(), "post.log")
+	claudeHooks(t, dir, map[string]any{
+		"PreToolUse":  group("Bash", command(guard)),
+		"PostToolUse": group("Bash", command("cat >> "+logf+"; echo >> "+logf)),
+	})
+	r := dsh(t, dir, home, "http://127.0.0.1:1", "", "hooks", "test", "PreToolUse", "--trust", "--tool", "Bash", "--input", `{"command":"rm -rf /"}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "block: rm -rf is not allowed") || !strings.Contains(r.stdout, `"tool_input":{"command":"rm -rf /"}`) {
+		t.Fatalf("hooks test: %+v", r)
+	}
+	r = dsh(t, dir, home, "http://127.0.0.1:1", "", "hooks", "test", "PreToolUse", "--tool", "Bash", "--input", `{"command":"ls"}`, "--json")
+	var trials []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &trials); err != nil || len(trials) != 1 || trials[0]["decision"] != "pass" {
+		t.Fatalf("hooks test --json: %v %s", err, r.stdout)
+	}
+	ds := &deepseek{replies: []string{toolReply("call_7", "bash", map[string]string{"command": "echo replayed", "description": "echo"}), textReply("ok")}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	run := dsh(t, dir, home, srv.URL, "", "-p", "--permission-mode", "bypassPermissions", "--model", "deepseek/deepseek-chat", "--output-format", "json", "go")
+	var res map[string]any
+	json.Unmarshal([]byte(run.stdout), &res)
+	id, _ := res["session_id"].(string)
+	os.Remove(logf)
+	r = dsh(t, dir, home, srv.URL, "", "hooks", "replay", id, "--json")
+	if r.code != 0 {
+		t.Fatalf("replay: %+v", r)
+	}
+	trials = nil
+	json.Unmarshal([]byte(r.stdout), &trials)
+	var events []string
+	for _, tr := range trials {
+		p := tr["payload"].(map[string]any)
+		events = append(events, tr["event"].(string)+":"+p["tool_use_id"].(string))
+		if p["session_id"] != id {
+			t.Errorf("replayed payload of another session: %v", p)
+		}
+	}
+	if strings.Join(events, " ") != "PreToolUse:call_7 PostToolUse:call_7" {
+		t.Fatalf("replayed %v", events)
+	}
+	b, _ := os.ReadFile(logf)
+	if !strings.Contains(string(b), `"stdout":"replayed\n"`) {
+		t.Fatalf("the PostToolUse hook did not get the recorded result: %s", b)
+	}
+}

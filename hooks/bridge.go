@@ -258,33 +258,9 @@ func (b *Bridge) supports(event string) bool {
 // dispatch runs the hooks matching an event and records them. Async hooks
 // are started in the background and left out of the outputs.
 func (b *Bridge) dispatch(c call) (Merged, []Output, bool) {
-	if !b.supports(c.event) {
-		return Merged{}, nil, false
-	}
-	cwd := b.cwdOf(c)
-	cfg := b.o.Config(cwd)
-	if cfg == nil {
-		return Merged{}, nil, false
-	}
-	for _, w := range cfg.Warnings {
-		b.warnOnce(w)
-	}
-	all := cfg.Matching(c.event, b.o.Trusted(cwd), c.subject...)
+	all, payload, runCwd, env := b.prepare(c, true)
 	if len(all) == 0 {
 		return Merged{}, nil, false
-	}
-	payload := b.payload(c, cwd)
-	env := make(map[string]string, len(b.o.Env)+2)
-	for k, v := range b.o.Env {
-		env[k] = v
-	}
-	env["DSH_PROJECT_DIR"] = cwd
-	if b.o.Dialect != Codex {
-		env["CLAUDE_PROJECT_DIR"] = cwd
-	}
-	runCwd := cwd
-	if runCwd == "" {
-		runCwd = "/"
 	}
 	var hooks, async []Hook
 	for _, h := range all {
@@ -340,6 +316,41 @@ func (b *Bridge) handlerID(event string) string {
 	defer b.mu.Unlock()
 	b.counter++
 	return fmt.Sprintf("%s:%s:%d", b.o.Dialect, event, b.counter)
+}
+
+// prepare finds the hooks an event runs and builds what they get: the
+// payload, the directory they run in and their environment.
+func (b *Bridge) prepare(c call, warn bool) (hooks []Hook, payload []byte, runCwd string, env map[string]string) {
+	if !b.supports(c.event) {
+		return nil, nil, "", nil
+	}
+	cwd := b.cwdOf(c)
+	cfg := b.o.Config(cwd)
+	if cfg == nil {
+		return nil, nil, "", nil
+	}
+	if warn {
+		for _, w := range cfg.Warnings {
+			b.warnOnce(w)
+		}
+	}
+	hooks = cfg.Matching(c.event, b.o.Trusted(cwd), c.subject...)
+	if len(hooks) == 0 {
+		return nil, nil, "", nil
+	}
+	env = make(map[string]string, len(b.o.Env)+2)
+	for k, v := range b.o.Env {
+		env[k] = v
+	}
+	env["DSH_PROJECT_DIR"] = cwd
+	if b.o.Dialect != Codex {
+		env["CLAUDE_PROJECT_DIR"] = cwd
+	}
+	runCwd = cwd
+	if runCwd == "" {
+		runCwd = "/"
+	}
+	return hooks, b.payload(c, cwd), runCwd, env
 }
 
 // runContext bounds a dispatch: a second signal (Aborting) stops every
@@ -765,26 +776,9 @@ func (b *Bridge) postTool(ctx context.Context, in tool.PostInput, next kernel.Ne
 		event = "PostToolUse"
 		a     = b.agentOf(in.Call.Host)
 	)
-	// A call that never reached its tool (denied, not approved, invalid
-	// arguments) fires neither PostToolUse nor PostToolUseFailure.
-	if in.Ran && b.participates(in.Call.Name) {
-		fields := b.toolFields(in.Call, true)
-		cc, out := claudeCall(in)
-		if b.o.Dialect == Codex {
-			if !in.Result.IsError {
-				fields["tool_response"] = codexResponse(cc, out)
-				m, _, ok = b.dispatch(call{event: event, subject: b.subjects(in.Call.Name), a: a, ctx: ctx, fields: fields})
-			}
-		} else {
-			fields["duration_ms"] = in.Duration.Milliseconds()
-			if failed, msg := claudemsg.Failure(cc, out); failed {
-				event = "PostToolUseFailure"
-				fields["error"], fields["is_interrupt"] = msg, false
-			} else {
-				fields["tool_response"] = claudemsg.ToolResponse(cc, out)
-			}
-			m, _, ok = b.dispatch(call{event: event, subject: b.subjects(in.Call.Name), a: a, ctx: ctx, fields: fields})
-		}
+	if ev, fields, fire := b.postFields(in); fire {
+		event = ev
+		m, _, ok = b.dispatch(call{event: event, subject: b.subjects(in.Call.Name), a: a, ctx: ctx, fields: fields})
 	}
 	d, err := next(ctx, in)
 	if err != nil {
@@ -815,6 +809,32 @@ func (b *Bridge) postTool(ctx context.Context, in tool.PostInput, next kernel.Ne
 		d.Context = &tool.Context{Content: blocks, Source: b.source()}
 	}
 	return d, nil
+}
+
+// postFields decides which event a finished call fires and its fields: a
+// call that never reached its tool (denied, not approved, invalid
+// arguments) fires neither PostToolUse nor PostToolUseFailure; Codex has
+// no failure event and hooks only successful calls.
+func (b *Bridge) postFields(in tool.PostInput) (string, map[string]any, bool) {
+	if !in.Ran || !b.participates(in.Call.Name) {
+		return "", nil, false
+	}
+	fields := b.toolFields(in.Call, true)
+	cc, out := claudeCall(in)
+	if b.o.Dialect == Codex {
+		if in.Result.IsError {
+			return "", nil, false
+		}
+		fields["tool_response"] = codexResponse(cc, out)
+		return "PostToolUse", fields, true
+	}
+	fields["duration_ms"] = in.Duration.Milliseconds()
+	if failed, msg := claudemsg.Failure(cc, out); failed {
+		fields["error"], fields["is_interrupt"] = msg, false
+		return "PostToolUseFailure", fields, true
+	}
+	fields["tool_response"] = claudemsg.ToolResponse(cc, out)
+	return "PostToolUse", fields, true
 }
 
 // replacementContent turns a hook's updatedToolOutput into the result the
