@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dshq/dsh/cli"
 	"github.com/dshq/dsh/internal/tmpfs"
 )
 
@@ -286,5 +288,102 @@ func TestHeadlessErrorSubtype(t *testing.T) {
 	}
 	if r.code != 1 || res["subtype"] != "error_auth" || res["stop_reason"] != "error" {
 		t.Fatalf("exit %d result %v", r.code, res)
+	}
+}
+
+// A log with a garbage line in its middle cannot be exported as it is, but
+// --salvage writes every readable event and names the damaged line.
+func TestExportSalvage(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	_, url := newActingModel(t, textReply("first answer"), textReply("second answer"))
+	iv := invocation{dir: dir, home: home, baseURL: url}
+	r := iv.run(t, "-p", "--model", "deepseek/deepseek-chat", "--output-format", "json", "first prompt")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("%v %+v", err, r)
+	}
+	id := res["session_id"].(string)
+	if r := iv.run(t, "-p", "-c", "--model", "deepseek/deepseek-chat", "second prompt"); r.code != 0 {
+		t.Fatalf("second turn: %+v", r)
+	}
+	intact := iv.run(t, "sessions", "export", id)
+	if intact.code != 0 {
+		t.Fatalf("export: %+v", intact)
+	}
+	want := strings.Split(strings.TrimSpace(intact.stdout), "\n")
+	logs, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*.jsonl"))
+	if len(logs) != 1 {
+		t.Fatalf("logs %v", logs)
+	}
+	b, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	mid := len(lines) / 2
+	damaged := strings.Join(lines[:mid], "") + "\x00\x17 not json at all {\n" + strings.Join(lines[mid:], "")
+	if err := os.WriteFile(logs[0], []byte(damaged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	plain := iv.run(t, "sessions", "export", id)
+	if plain.code == 0 || !strings.Contains(plain.stderr, "--salvage") {
+		t.Fatalf("export of a damaged log: %+v", plain)
+	}
+	sv := iv.run(t, "sessions", "export", "--salvage", id)
+	if sv.code != 0 {
+		t.Fatalf("salvage: %+v", sv)
+	}
+	got := strings.Split(strings.TrimSpace(sv.stdout), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("salvage wrote %d lines, the intact export %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("line %d differs:\n got %s\nwant %s", i+1, got[i], want[i])
+		}
+	}
+	if wantLine := fmt.Sprintf("line %d", mid+1); !strings.Contains(sv.stderr, logs[0]+": "+wantLine) || !strings.Contains(sv.stderr, "1 damaged range") {
+		t.Fatalf("salvage report %q lacks %s", sv.stderr, wantLine)
+	}
+}
+
+// countingWriter counts Write calls: on a real stdout each is a system call.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.writes++; return w.Buffer.Write(p) }
+
+// `dsh sessions` listings, transcripts and exports are written in a few
+// large writes, not one (or several) per line.
+func TestSessionsOutputIsBuffered(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	_, url := newActingModel(t, textReply("first answer"), textReply("second answer"), textReply("third answer"))
+	iv := invocation{dir: dir, home: home, baseURL: url}
+	r := iv.run(t, "-p", "--model", "deepseek/deepseek-chat", "--output-format", "json", "first prompt")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("%v %+v", err, r)
+	}
+	id := res["session_id"].(string)
+	iv.run(t, "-p", "-c", "--model", "deepseek/deepseek-chat", "second prompt")
+	iv.run(t, "-p", "--model", "deepseek/deepseek-chat", "another session")
+	env := func(k string) string {
+		if k == "DSH_HOME" {
+			return home
+		}
+		return os.Getenv(k)
+	}
+	for _, args := range [][]string{{"sessions"}, {"sessions", "show", id}, {"sessions", "export", id}} {
+		var out countingWriter
+		var errb bytes.Buffer
+		if code := cli.Main(args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb, Env: env}); code != 0 {
+			t.Fatalf("dsh %v: exit %d: %s", args, code, errb.String())
+		}
+		if lines := strings.Count(out.String(), "\n"); lines < 3 || out.writes != 1 {
+			t.Errorf("dsh %v wrote %d lines in %d writes, want one write", args, lines, out.writes)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,12 +134,16 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 				fmt.Fprintln(stdio.Out, "no sessions yet")
 				return nil
 			}
-			w := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+			out := bufio.NewWriterSize(stdio.Out, 64<<10)
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tLAST ACTIVITY\tTURNS\tCWD\tTITLE")
 			for _, in := range infos {
 				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", in.Header.ID, time.UnixMilli(in.LastActivity).Format("2006-01-02 15:04"), in.Turns, in.Header.Cwd, in.Title)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return out.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&here, "here", false, "only sessions of the current directory")
@@ -199,25 +204,58 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdio.Out, "session %s  (%s, created %s)\n\n", h.ID, h.Cwd, time.UnixMilli(h.CreatedAt).Format(time.RFC3339))
-			Transcript(stdio.Out, events[h.SeedLength:])
-			return showChildren(cmd.Context(), stdio, c, h.ID, 1)
+			// A transcript is many small writes: one system call each on
+			// an unbuffered stdout.
+			out := bufio.NewWriterSize(stdio.Out, 64<<10)
+			bstdio := stdio
+			bstdio.Out = out
+			fmt.Fprintf(out, "session %s  (%s, created %s)\n\n", h.ID, h.Cwd, time.UnixMilli(h.CreatedAt).Format(time.RFC3339))
+			Transcript(out, events[h.SeedLength:])
+			if err := showChildren(cmd.Context(), bstdio, c, h.ID, 1); err != nil {
+				out.Flush()
+				return err
+			}
+			return out.Flush()
 		},
-	}, copyCmd, &cobra.Command{
+	}, copyCmd, newExportCmd(stdio, &settingsFile))
+	return cmd
+}
+
+func newExportCmd(stdio IO, settingsFile *string) *cobra.Command {
+	var salvage bool
+	cmd := &cobra.Command{
 		Use:   "export ID",
 		Short: "write the raw session log (JSONL: header line, then one event per line)",
-		Args:  cobra.ExactArgs(1),
+		Long: `export writes a session's log as JSONL: a header line, then one event per line.
+
+A log damaged in its middle cannot be exported as it is (nor resumed); with
+--salvage, export writes every event that can still be read and reports the
+damaged ranges on stderr.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := openStore(stdio, settingsFile)
+			c, done, err := openStore(stdio, *settingsFile)
 			if err != nil {
 				return err
 			}
 			defer done()
-			h, events, err := c.Read(cmd.Context(), session.ID(args[0]))
-			if err != nil {
+			id := session.ID(args[0])
+			var h session.Header
+			var events []session.Event
+			if salvage {
+				sv, err := c.Salvage(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				h, events = sv.Header, sv.Events
+				defer reportSalvage(stdio.Err, id, sv)
+			} else if h, events, err = c.Read(cmd.Context(), id); err != nil {
+				if errors.Is(err, store.ErrCorrupt) {
+					return fmt.Errorf("%w\n`dsh sessions export --salvage %s` writes every event that can still be read", err, id)
+				}
 				return err
 			}
-			enc := json.NewEncoder(stdio.Out)
+			w := bufio.NewWriterSize(stdio.Out, 64<<10)
+			enc := json.NewEncoder(w)
 			if err := enc.Encode(struct {
 				Type string `json:"type"`
 				session.Header
@@ -229,10 +267,26 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 					return err
 				}
 			}
-			return nil
+			return w.Flush()
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&salvage, "salvage", false, "write every readable event of a damaged log and report the damaged ranges on stderr")
 	return cmd
+}
+
+// reportSalvage says on stderr what a salvage kept and what it could not.
+func reportSalvage(w io.Writer, id session.ID, sv *store.Salvaged) {
+	if len(sv.Damage) == 0 {
+		fmt.Fprintf(w, "dsh: session %s: no damage found; exported all %d events\n", id, len(sv.Events))
+		return
+	}
+	fmt.Fprintf(w, "dsh: session %s: salvaged %d readable events; %d damaged range(s) left out:\n", id, len(sv.Events), len(sv.Damage))
+	for _, d := range sv.Damage {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
+	if sv.HeaderDamaged {
+		fmt.Fprintf(w, "  (the header was unreadable: the exported one carries only the session id)\n")
+	}
 }
 
 func sortInfos(infos []store.Info) {

@@ -68,11 +68,26 @@ func TestMalformedDatabaseNamesThePath(t *testing.T) {
 	}
 	f.Close()
 	b, err = Open(p, Options{})
-	if err == nil {
-		defer b.Close()
-		_, err = b.LoadStored(ctx, id)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer b.Close()
+	_, err = b.LoadStored(ctx, id)
 	if err == nil || !strings.Contains(err.Error(), p+": ") || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("loading a damaged database: %v", err)
 	}
+	// Salvage reads around the damaged pages and says which seqs it lost.
+	sv, err := b.Salvage(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sv.Events) == 0 || len(sv.Events) >= len(events) || len(sv.Damage) == 0 {
+		t.Fatalf("salvaged %d of %d events, damage %v", len(sv.Events), len(events), sv.Damage)
+	}
+	for _, e := range sv.Events {
+		if e.Type != "note" {
+			t.Fatalf("salvaged a bogus event %+v", e)
+		}
+	}
+	t.Logf("salvaged %d of %d events; damage %v", len(sv.Events), len(events), sv.Damage)
 }
