@@ -9,6 +9,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"iter"
 	"sync"
 
 	"github.com/dshq/dsh/kernel"
@@ -71,6 +72,23 @@ type Agent interface {
 	WhenIdle(ctx context.Context) error
 	// Scope closes when the agent is disposed; tie resources to it.
 	Scope() *kernel.Scope
+
+	// Prompt sends text as the user's prompt and yields the events of the
+	// turn that answers it, from its turn/start to its turn/end; the last
+	// event's TurnEnd says how it ended. The prompt is sent when the
+	// iteration starts. If ctx ends first, the iteration ends with ctx's
+	// error and the prompt is withdrawn (still queued) or its turn
+	// cancelled (running). Breaking out of the loop only stops watching:
+	// the turn goes on. A prompt dropped by Cancel ends the iteration
+	// with ErrWithdrawn; a disposed agent with ErrDisposed.
+	Prompt(ctx context.Context, text string) iter.Seq2[Event, error]
+	// Run is Prompt for any content and source.
+	Run(ctx context.Context, content []llm.Block, src llm.Source) iter.Seq2[Event, error]
+	// Events yields the agent's session events as they are appended, from
+	// the call on, until the end of the turn in progress (or, when none
+	// is, of the next turn), ctx's end (with its error) or the agent's
+	// disposal. It only watches: it sends nothing and cancels nothing.
+	Events(ctx context.Context) iter.Seq2[Event, error]
 }
 
 // Handle owns an agent: Dispose stops its loop, waits for the loop to exit

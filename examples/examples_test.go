@@ -177,3 +177,24 @@ func TestFrontendDenied(t *testing.T) {
 		t.Errorf("the tool ran although the user said no:\n%s", out)
 	}
 }
+
+func TestEmbed(t *testing.T) {
+	t.Parallel()
+	out := run(t, build(t, "embed"), "")
+	expect(t, out,
+		`Let me count them.`,
+		`● word_count {"text":"the quick brown fox"}`,
+		`approval: allow=true by embed`,
+		`└ 4 words`,
+		`The sentence has 4 words.`,
+		`[completed after 2 steps, 30 output tokens]`,
+	)
+	src, err := os.ReadFile(filepath.Join("embed", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src)[strings.Index(string(src), "\nfunc main() {"):]
+	if n := strings.Count(body[:strings.Index(body, "\n}\n")+3], "\n") - 1; n >= 40 {
+		t.Errorf("examples/embed's main is %d lines; the example promises under 40", n)
+	}
+}

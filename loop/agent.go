@@ -19,6 +19,7 @@ import (
 type queued struct {
 	content []llm.Block
 	src     llm.Source
+	ticket  *ticket // set for prompts sent by Run
 }
 
 // loopAgent is one agent and its driver.
@@ -50,6 +51,8 @@ type loopAgent struct {
 	stepCancel   context.CancelCauseFunc
 	idleWaiters  []chan struct{}
 	done         chan struct{}
+	// current are the tickets of the batch the running turn took.
+	current []*ticket
 
 	// holding is set (under mu) while a step's tool calls await their
 	// results: from just before the assistant/message carrying them until
@@ -125,19 +128,7 @@ func (a *loopAgent) disposedErr() error {
 
 // Send queues a prompt.
 func (a *loopAgent) Send(ctx context.Context, content []llm.Block, src llm.Source) error {
-	src = src.OrUser()
-	a.mu.Lock()
-	if a.disposed {
-		a.mu.Unlock()
-		return a.disposedErr()
-	}
-	a.queue = append(a.queue, queued{content: llm.CloneBlocks(content), src: src})
-	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
-	return a.l.d.Agents.Hub.Queued.Emit(ctx, agent.Queued{Agent: a, Content: content, Source: src})
+	return a.send(ctx, content, src, nil)
 }
 
 // Steer joins the running turn, or sends when idle.
@@ -277,6 +268,9 @@ func (a *loopAgent) Cancel(reason string) {
 		a.cancelMarked = true
 		a.cancelReason = reason
 	}
+	for _, q := range a.queue {
+		q.ticket.resolve(-1, agent.ErrWithdrawn)
+	}
 	a.queue, a.steering = nil, nil
 	sc := a.stepCancel
 	if a.status != agent.Running && sc == nil {
@@ -407,6 +401,11 @@ func (a *loopAgent) run() { go a.drive() }
 // drive is the driver goroutine: one turn per drain of the queue.
 func (a *loopAgent) drive() {
 	defer func() {
+		a.mu.Lock()
+		for _, q := range a.queue {
+			q.ticket.resolve(-1, a.disposedErr())
+		}
+		a.mu.Unlock()
 		a.announce(agent.Disposed)
 		close(a.done)
 	}()
@@ -449,12 +448,19 @@ func (a *loopAgent) drive() {
 		// batch already taken and ends the turn instead.
 		batch := a.queue
 		a.queue = nil
+		a.current = a.current[:0]
+		for _, q := range batch {
+			if q.ticket != nil {
+				a.current = append(a.current, q.ticket)
+			}
+		}
 		a.mu.Unlock()
 		if turn, err := a.runTurn(batch); err != nil {
 			a.l.d.Logger.Warn("turn failed before it started", "agent", a.id, "turn", turn, "err", err)
 			a.reportError(turn, 0, toError(err))
 		}
 		a.mu.Lock()
+		a.current = a.current[:0]
 		a.cancelMarked = false
 		a.queue = append(a.queue, a.steering...)
 		a.steering = nil

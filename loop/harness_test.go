@@ -31,6 +31,8 @@ type harness struct {
 	errs   []agent.ErrorNote
 	status []agent.Status
 	flushN int
+	// queuedN counts agent/queued announcements (Send, Steer, Prompt).
+	queuedN int
 }
 
 func newHarness(t *testing.T, entries ...scripted.Entry) *harness {
@@ -52,6 +54,12 @@ func newHarness(t *testing.T, entries ...scripted.Entry) *harness {
 	h.Agents.Hub.Status.Listen(func(_ context.Context, c agent.StatusChange) error {
 		hs.mu.Lock()
 		hs.status = append(hs.status, c.Status)
+		hs.mu.Unlock()
+		return nil
+	})
+	h.Agents.Hub.Queued.Listen(func(context.Context, agent.Queued) error {
+		hs.mu.Lock()
+		hs.queuedN++
 		hs.mu.Unlock()
 		return nil
 	})

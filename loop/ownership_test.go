@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
 	"github.com/dshq/dsh/session"
@@ -110,5 +112,42 @@ func TestToolCannotForgeOwnedEvents(t *testing.T) {
 	}
 	if !slices.ContainsFunc(events, func(e session.Event) bool { return e.Type == "forger/note" }) {
 		t.Fatal("the tool's own event is missing")
+	}
+}
+
+// A prompt sent while another turn is open (an injection turn, /compact on
+// an idle agent) waits for that turn to close, then opens the next one: the
+// driver is woken by the session's turn-state change.
+func TestTurnWaitsForAnotherOpenTurn(t *testing.T) {
+	hs := newHarness(t, scripted.Text("hi"))
+	a := hs.agent(agent.Options{})
+	w := a.Session().Writer(ownership.Fixtures)
+	src := llm.PluginSource("test")
+	if _, err := w.Append(context.Background(), session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerInjection, Source: &src}}); err != nil {
+		t.Fatal(err)
+	}
+	running := make(chan struct{})
+	var once sync.Once
+	hs.h.Agents.Hub.Status.Listen(func(_ context.Context, c agent.StatusChange) error {
+		if c.Status == agent.Running {
+			once.Do(func() { close(running) })
+		}
+		return nil
+	})
+	send(t, a, "go")
+	<-running
+	if n := len(ofType(a.Session(), session.TypeTurnStart)); n != 1 {
+		t.Fatalf("the agent opened a turn while turn 1 was open (%d turn/start)", n)
+	}
+	if _, err := w.Append(context.Background(), session.TypeTurnEnd, session.TurnEnd{Turn: 1, Reason: session.EndReason{Kind: session.EndCompleted}}); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, a)
+	starts := ofType(a.Session(), session.TypeTurnStart)
+	if len(starts) != 2 || mustDecode[session.TurnStart](t, starts[1]).Turn != 2 {
+		t.Fatalf("turn starts %v", types(a.Session().Events()))
+	}
+	if r := lastEnd(t, a.Session()); r.Kind != session.EndCompleted {
+		t.Fatalf("turn 2 ended %+v", r)
 	}
 }

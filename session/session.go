@@ -40,7 +40,16 @@ type Session struct {
 	notify     Notifier
 	der        deriver
 	turns      TurnState
+	// turnsChanged is closed at the next change of turns (see WatchTurns);
+	// nil while nobody waits.
+	turnsChanged chan struct{}
+	// grown is closed at the next append (see WhenLonger); nil while
+	// nobody waits.
+	grown chan struct{}
 }
+
+// closedChan is returned to waiters whose condition already holds.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // TurnState is the turn structure of the log: the newest turn number and
 // whether that turn is still open. It is maintained at push time, so reading
@@ -274,11 +283,40 @@ func encode(typ string, data any) (json.RawMessage, error) {
 	return b, nil
 }
 
+// WhenLonger returns a channel that is closed once the log holds more than
+// n events (at once, when it already does). Readers that follow a session
+// (an agent's event iterators) wait on it between reads of Events, so they
+// never poll and never hold up the appender.
+func (s *Session) WhenLonger(n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.events) > n {
+		return closedChan
+	}
+	if s.grown == nil {
+		s.grown = make(chan struct{})
+	}
+	return s.grown
+}
+
 // Turns returns the current turn state.
 func (s *Session) Turns() TurnState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.turns
+}
+
+// WatchTurns returns the current turn state and a channel that is closed
+// the next time it changes (a turn opens or closes). An agent whose turn
+// must wait for another to close (an injection turn, /compact) waits on it
+// instead of polling.
+func (s *Session) WatchTurns() (TurnState, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turnsChanged == nil {
+		s.turnsChanged = make(chan struct{})
+	}
+	return s.turns, s.turnsChanged
 }
 
 // noteTurn updates the turn state for a pushed event; callers hold s.mu.
@@ -293,6 +331,12 @@ func (s *Session) noteTurn(e Event) {
 		}
 	case TypeTurnEnd:
 		s.turns.Open = false
+	default:
+		return
+	}
+	if s.turnsChanged != nil {
+		close(s.turnsChanged)
+		s.turnsChanged = nil
 	}
 }
 
@@ -333,6 +377,10 @@ func (s *Session) appendRaw(ctx context.Context, cond func(TurnState) bool, typ 
 	}
 	s.events = append(s.events, ev)
 	s.noteTurn(ev)
+	if s.grown != nil {
+		close(s.grown)
+		s.grown = nil
+	}
 	if s.notify == nil {
 		s.mu.Unlock()
 		return ev, nil

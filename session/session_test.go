@@ -1178,6 +1178,74 @@ func TestTurnQueries(t *testing.T) {
 	}
 }
 
+// WhenLonger's channel closes once the log holds more than n events.
+func TestWhenLonger(t *testing.T) {
+	s := newSession(t)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	ch := s.WhenLonger(0)
+	if closed(ch) {
+		t.Fatal("closed on an empty log")
+	}
+	appendEvent(t, s, "plugin/x", 1)
+	if !closed(ch) || !closed(s.WhenLonger(0)) {
+		t.Fatal("not closed after an append")
+	}
+	if ch := s.WhenLonger(1); closed(ch) {
+		t.Fatal("closed although the log holds exactly n events")
+	}
+}
+
+// WatchTurns' channel closes when a turn opens or closes, and only then.
+func TestWatchTurns(t *testing.T) {
+	s := newSession(t)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	st, ch := s.WatchTurns()
+	if st.Open || st.Last != 0 || closed(ch) {
+		t.Fatalf("empty session: %+v, closed %v", st, closed(ch))
+	}
+	appendEvent(t, s, "plugin/x", 1)
+	if closed(ch) {
+		t.Fatal("closed by an event that is no turn boundary")
+	}
+	appendEvent(t, s, session.TypeTurnStart, session.TurnStart{Turn: 1})
+	if !closed(ch) {
+		t.Fatal("not closed when the turn opened")
+	}
+	st, ch = s.WatchTurns()
+	if !st.Open || st.Last != 1 {
+		t.Fatalf("after turn/start: %+v", st)
+	}
+	_, same := s.WatchTurns()
+	if same != ch {
+		t.Fatal("two watchers of the same state got different channels")
+	}
+	user(t, s, "hi")
+	if closed(ch) {
+		t.Fatal("closed by a message")
+	}
+	appendEvent(t, s, session.TypeTurnEnd, session.TurnEnd{Turn: 1, Reason: session.EndReason{Kind: session.EndCompleted}})
+	if !closed(ch) {
+		t.Fatal("not closed when the turn closed")
+	}
+	if st, _ := s.WatchTurns(); st.Open || st.Last != 1 {
+		t.Fatalf("after turn/end: %+v", st)
+	}
+}
+
 // --- benchmark ------------------------------------------------------------
 
 // history builds a log of n tool-using steps (11 events, 3 surface nodes each).
