@@ -62,12 +62,12 @@ type hit struct {
 }
 
 func (t *searchTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var a struct {
+	a, err := tool.DecodeArgs[struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
-	}
-	if err := json.Unmarshal(call.Args, &a); err != nil {
-		return tool.Result{}, tool.ArgsError(SearchToolName, err.Error())
+	}](call)
+	if err != nil {
+		return tool.Result{}, err
 	}
 	limit := a.Limit
 	if limit <= 0 {
@@ -217,13 +217,13 @@ type callArgs struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-func parseCallArgs(raw json.RawMessage) (callArgs, error) {
-	var a callArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
+func parseCallArgs(call tool.Call) (callArgs, error) {
+	a, err := tool.DecodeArgs[callArgs](call)
+	if err != nil {
 		return a, err
 	}
 	if a.Name == "" {
-		return a, fmt.Errorf("name is required")
+		return a, tool.ArgsError(call.Name, "name is required")
 	}
 	if len(a.Arguments) == 0 || string(a.Arguments) == "null" {
 		a.Arguments = json.RawMessage(`{}`)
@@ -232,9 +232,9 @@ func parseCallArgs(raw json.RawMessage) (callArgs, error) {
 }
 
 func (t *callTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	a, err := parseCallArgs(call.Args)
+	a, err := parseCallArgs(call)
 	if err != nil {
-		return tool.Result{}, tool.ArgsError(CallToolName, err.Error())
+		return tool.Result{}, err
 	}
 	// The caller's filter (another session's servers are not its own)
 	// holds for the tools run through mcp_call as for direct calls.
@@ -278,7 +278,7 @@ func (m *Manager) gate(ctx context.Context, c tool.Call, next kernel.Next[tool.C
 	if outer.Args != nil {
 		eff = outer.Args
 	}
-	a, perr := parseCallArgs(eff)
+	a, perr := parseCallArgs(tool.Call{Name: c.Name, Args: eff, Raw: c.Raw})
 	visible := tool.VisibleFrom(ctx)
 	if perr != nil || m.visibleTool(a.Name, visible) == nil {
 		return outer, nil // mcp_call reports the problem

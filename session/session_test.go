@@ -1178,17 +1178,19 @@ func TestTurnQueries(t *testing.T) {
 	}
 }
 
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // WhenLonger's channel closes once the log holds more than n events.
 func TestWhenLonger(t *testing.T) {
 	s := newSession(t)
-	closed := func(ch <-chan struct{}) bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
 	ch := s.WhenLonger(0)
 	if closed(ch) {
 		t.Fatal("closed on an empty log")
@@ -1205,14 +1207,6 @@ func TestWhenLonger(t *testing.T) {
 // WatchTurns' channel closes when a turn opens or closes, and only then.
 func TestWatchTurns(t *testing.T) {
 	s := newSession(t)
-	closed := func(ch <-chan struct{}) bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
 	st, ch := s.WatchTurns()
 	if st.Open || st.Last != 0 || closed(ch) {
 		t.Fatalf("empty session: %+v, closed %v", st, closed(ch))

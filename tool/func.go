@@ -3,7 +3,9 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -39,13 +41,65 @@ type funcTool[A any] struct {
 func (t *funcTool[A]) Info() Info { return t.info }
 
 func (t *funcTool[A]) Run(ctx context.Context, call Call) (Result, error) {
-	var a A
-	if len(call.Args) > 0 {
-		if err := json.Unmarshal(call.Args, &a); err != nil {
-			return Result{}, ArgsError(t.info.Name, err.Error())
-		}
+	a, err := DecodeArgs[A](call)
+	if err != nil {
+		return Result{}, err
 	}
 	return t.fn(ctx, call, a)
+}
+
+// DecodeArgs reads a call's effective arguments into a value of type A. It
+// is the one way a tool turns arguments into Go values: [Func] uses it,
+// and so does every built-in tool that implements [Tool] itself (to add
+// presenters or state), so the model reads the same errors from all of
+// them. A property of the wrong type is named ("\"limit\" must be an
+// integer"). The registry has validated the arguments against the tool's
+// schema before Run, so the errors matter for direct callers and lenient
+// schemas; a call made outside the registry with no arguments at all
+// decodes as {}, like the model's empty string.
+func DecodeArgs[A any](call Call) (A, error) {
+	var a A
+	raw := call.Args
+	if raw == nil {
+		if strings.TrimSpace(call.Raw) != "" {
+			return a, ArgsError(call.Name, "arguments are not valid JSON: "+call.Raw)
+		}
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return a, ArgsError(call.Name, fmt.Sprintf("%q must be %s", te.Field, jsonKind(te.Type)))
+		}
+		if errors.As(err, &te) {
+			return a, ArgsError(call.Name, "arguments must be "+jsonKind(te.Type))
+		}
+		return a, ArgsError(call.Name, err.Error())
+	}
+	return a, nil
+}
+
+// jsonKind names the JSON value a Go type decodes from, with its article.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.String()
 }
 
 // ArgsError is the error for arguments the tool cannot use. The model reads

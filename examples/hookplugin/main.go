@@ -70,8 +70,8 @@ func guard(_ context.Context, h *core.Host, scope *kernel.Scope) error {
 		if call.Name != "shell" {
 			return next(ctx, call)
 		}
-		var a shellArgs
-		if err := json.Unmarshal(call.Args, &a); err != nil {
+		a, err := tool.DecodeArgs[shellArgs](call)
+		if err != nil {
 			return next(ctx, call) // the registry reports bad arguments itself
 		}
 		if strings.Contains(a.Command, "rm -rf /") {

@@ -53,8 +53,8 @@ func (t *bashTool) Info() tool.Info {
 }
 
 func (t *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var a bashArgs
-	if err := decodeArgs(NameBash, call, &a); err != nil {
+	a, err := tool.DecodeArgs[bashArgs](call)
+	if err != nil {
 		return tool.Result{}, err
 	}
 	if strings.TrimSpace(a.Command) == "" {

@@ -149,8 +149,11 @@ func TestBashErrors(t *testing.T) {
 	if !isErr || !strings.Contains(text, "no such file or directory") || !strings.Contains(text, "/nonexistent-dsh") {
 		t.Errorf("bad workdir: %q", text)
 	}
-	if _, err := k.bash.Run(context.Background(), tool.Call{Name: NameBash, Host: h}); err == nil || !strings.Contains(err.Error(), "must be an object") {
+	if _, err := k.bash.Run(context.Background(), tool.Call{Name: NameBash, Raw: "{not json", Host: h}); err == nil || !strings.Contains(err.Error(), "invalid arguments for bash: arguments are not valid JSON") {
 		t.Errorf("non-JSON arguments: %v", err)
+	}
+	if _, err := k.bash.Run(context.Background(), tool.Call{Name: NameBash, Args: []byte(`{"command":7}`), Host: h}); err == nil || !strings.Contains(err.Error(), `"command" must be a string`) {
+		t.Errorf("a number for the command: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)

@@ -155,18 +155,6 @@ func taskError(id bash.TaskID, err error) error {
 	return err
 }
 
-// decodeArgs reads a call's arguments into v. The registry has validated
-// them against the schema already; this only guards direct callers.
-func decodeArgs(name string, call tool.Call, v any) error {
-	if call.Args == nil {
-		return tool.ArgsError(name, `"arguments" must be an object`)
-	}
-	if err := json.Unmarshal(call.Args, v); err != nil {
-		return tool.ArgsError(name, err.Error())
-	}
-	return nil
-}
-
 func description(md string) string { return strings.TrimSpace(md) }
 
 func mustJSON(v any) json.RawMessage {

@@ -24,8 +24,8 @@ type taskArgs struct {
 
 // taskID reads and checks the task_id argument.
 func taskID(name string, call tool.Call) (bash.TaskID, error) {
-	var a taskArgs
-	if err := decodeArgs(name, call, &a); err != nil {
+	a, err := tool.DecodeArgs[taskArgs](call)
+	if err != nil {
 		return "", err
 	}
 	id := strings.TrimSpace(a.TaskID)

@@ -46,8 +46,8 @@ type editArgs struct {
 }
 
 func (t *editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var a editArgs
-	if err := decodeArgs(t.info.Name, call, &a); err != nil {
+	a, err := tool.DecodeArgs[editArgs](call)
+	if err != nil {
 		return tool.Result{}, err
 	}
 	switch {

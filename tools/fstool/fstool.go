@@ -3,7 +3,6 @@ package fstool
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -107,38 +106,6 @@ func (e *env) describe(md string) string {
 		"{max_line_length}", strconv.Itoa(e.o.MaxLineLength),
 		"{max_kib}", strconv.Itoa(e.o.MaxBytes>>10),
 	).Replace(strings.TrimSpace(md))
-}
-
-// decodeArgs decodes a call's arguments into a, turning JSON mistakes into
-// argument errors that name the property.
-func decodeArgs(name string, call tool.Call, a any) error {
-	raw := call.Args
-	if raw == nil {
-		if strings.TrimSpace(call.Raw) != "" {
-			return tool.ArgsError(name, "arguments must be a JSON object")
-		}
-		raw = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(raw, a); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return tool.ArgsError(name, fmt.Sprintf("%q must be a %s", te.Field, jsonType(te.Type.Kind().String())))
-		}
-		return tool.ArgsError(name, "arguments must be a JSON object")
-	}
-	return nil
-}
-
-func jsonType(goKind string) string {
-	switch goKind {
-	case "string":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "float64", "int":
-		return "number"
-	}
-	return goKind
 }
 
 func missing(name, prop string) error {

@@ -46,8 +46,8 @@ type readArgs struct {
 }
 
 func (t *readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var a readArgs
-	if err := decodeArgs(t.info.Name, call, &a); err != nil {
+	a, err := tool.DecodeArgs[readArgs](call)
+	if err != nil {
 		return tool.Result{}, err
 	}
 	o := t.e.o

@@ -39,8 +39,8 @@ type writeArgs struct {
 }
 
 func (t *writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var a writeArgs
-	if err := decodeArgs(t.info.Name, call, &a); err != nil {
+	a, err := tool.DecodeArgs[writeArgs](call)
+	if err != nil {
 		return tool.Result{}, err
 	}
 	switch {

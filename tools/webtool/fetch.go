@@ -70,8 +70,8 @@ type fetchMeta struct {
 }
 
 func (t *fetchTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var a fetchArgs
-	if err := decodeArgs(t.info.Name, call, &a); err != nil {
+	a, err := tool.DecodeArgs[fetchArgs](call)
+	if err != nil {
 		return tool.Result{}, err
 	}
 	if strings.TrimSpace(a.URL) == "" {

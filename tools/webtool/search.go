@@ -64,8 +64,8 @@ type searchMeta struct {
 }
 
 func (t *searchTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
-	var a searchArgs
-	if err := decodeArgs(t.info.Name, call, &a); err != nil {
+	a, err := tool.DecodeArgs[searchArgs](call)
+	if err != nil {
 		return tool.Result{}, err
 	}
 	if strings.TrimSpace(a.Query) == "" {

@@ -78,21 +78,6 @@ func describe(md string, o Options) string {
 	).Replace(strings.TrimSpace(md))
 }
 
-// decodeArgs decodes a call's arguments (already schema-checked).
-func decodeArgs(name string, call tool.Call, a any) error {
-	raw := call.Args
-	if raw == nil {
-		if strings.TrimSpace(call.Raw) != "" {
-			return tool.ArgsError(name, "arguments must be a JSON object")
-		}
-		raw = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(raw, a); err != nil {
-		return tool.ArgsError(name, err.Error())
-	}
-	return nil
-}
-
 func sessionID(call tool.Call) string {
 	if call.Host == nil {
 		return ""
