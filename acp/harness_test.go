@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +18,10 @@ import (
 
 	"github.com/dshq/dsh/acp"
 	"github.com/dshq/dsh/acp/acptest"
+	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/jsonl"
 )
@@ -206,6 +209,17 @@ type harness struct {
 	opts   acp.Options
 	// wrapOut, when set, wraps the server's output (benchmarks stamp it).
 	wrapOut func(io.Writer) io.Writer
+}
+
+// withSettings serves every workspace from these layers (as if read from
+// the user's settings file), plus its additional directories.
+func withSettings(t testing.TB, layers ...settings.File) func(*acp.Options) {
+	return func(o *acp.Options) {
+		o.Configure = func(_ string, extra ...settings.File) (*settings.Config, func(string) bool, error) {
+			c, err := settings.From(app.Schema(), false, append(slices.Clone(layers), extra...)...)
+			return c, func(string) bool { return false }, err
+		}
+	}
 }
 
 func newHarness(t testing.TB, model *acptest.Server, opts ...func(*acp.Options)) *harness {

@@ -11,7 +11,6 @@ import (
 	"github.com/dshq/dsh/llm/demo"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
-	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -203,29 +202,6 @@ var modeInfo = []struct{ id, name, desc string }{
 	{string(permission.ModeBypass), "Bypass permissions", "Run everything no deny or ask rule stops"},
 }
 
-// newChecker builds a workspace's permission layer: rules and mode from
-// its settings files, --permission-mode on top. The app installs it.
-func (s *Server) newChecker(sources []settings.Source, cwd string, dirs []string) (*permission.Checker, error) {
-	cfg, warnings := permission.FromSettings(sources)
-	for _, w := range warnings {
-		s.log.Warn(w)
-	}
-	cfg.Cwd = cwd
-	cfg.Home = s.o.UserHome
-	cfg.Roots = append(cfg.Roots, dirs...)
-	if s.o.PermissionMode != "" {
-		cfg.Mode, cfg.ModeSource = permission.Mode(s.o.PermissionMode), permission.LayerCLI
-	}
-	c, err := permission.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range c.Warnings() {
-		s.log.Warn(w)
-	}
-	return c, nil
-}
-
 func (r *sess) modeState() *sdk.SessionModeState {
 	m := r.ws.modes
 	if m == nil {
@@ -282,7 +258,7 @@ func (r *sess) setMode(id string) error {
 			return m.SetMode(r.id, id)
 		}
 	}
-	return invalidParams("unknown mode %q (want one of default, acceptEdits, plan, bypassPermissions)", id)
+	return invalidParams("unknown mode %q (want one of %s)", id, permission.ModeNames())
 }
 
 // ---- models ----

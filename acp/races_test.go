@@ -123,11 +123,7 @@ func compactHarness(t *testing.T, release chan struct{}) (*harness, *acptest.Ser
 	t.Helper()
 	model := acptest.New(acptest.Text("answer one"), acptest.Text("answer two"))
 	t.Cleanup(model.Close)
-	h := newHarness(t, model, func(o *acp.Options) {
-		o.LoadSettings = func(string) (settings.Settings, []settings.Source, error) {
-			return settings.Settings{Compaction: compact.Config{RetainTokens: 1}}, nil, nil
-		}
-	})
+	h := newHarness(t, model, withSettings(t, compact.Settings.In(settings.LayerUser, "settings.json", compact.Config{RetainTokens: 1})))
 	h.initialize(sdk.ClientCapabilities{})
 	id := h.newSession()
 	h.mustPrompt(id, "first question", sdk.StopReasonEndTurn)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,9 +16,11 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/providers"
+	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
@@ -42,14 +43,6 @@ type Options struct {
 	Logger *slog.Logger
 	// HTTPClient for model adapters (tests pass a loopback client).
 	HTTPClient *http.Client
-	// Model is --model; empty uses settings, $DSH_MODEL, then the first
-	// configured provider (the client can switch per session).
-	Model string
-	// PermissionMode is --permission-mode: the starting mode of every
-	// workspace.
-	PermissionMode string
-	// SettingsFile is --settings, applied last in every workspace.
-	SettingsFile string
 	// Version is reported as agentInfo.version.
 	Version string
 	// Cwd is the process's directory; it only picks the settings that
@@ -58,18 +51,19 @@ type Options struct {
 	// UserHome is the user's home directory (~/.claude and ~/.codex hook
 	// files, ~ in permission rules).
 	UserHome string
-	// Trusted says whether a workspace's own configuration (project
-	// settings, hooks) applies. Nil trusts no project.
-	Trusted func(cwd string) bool
 	// NoSync skips fsync (tests, benchmarks).
 	NoSync bool
 	// CancelGrace bounds how long a cancelled prompt waits for its turn to
 	// close (so the log is balanced and every update precedes the answer)
 	// before it answers cancelled anyway. Zero means 10s.
 	CancelGrace time.Duration
-	// LoadSettings reads a workspace's settings; nil reads the settings
-	// files (user, the workspace's project and local files, SettingsFile).
-	LoadSettings func(cwd string) (settings.Settings, []settings.Source, error)
+	// Configure runs the configuration pipeline for a workspace (cwd; ""
+	// for the user's own layers only) with extra layers on top (a
+	// session's additional directories), and returns the trust function of
+	// the workspace's site. The command line passes one with its flags and
+	// trust policy; nil reads the settings files under Home and trusts no
+	// project.
+	Configure func(cwd string, extra ...settings.File) (*settings.Config, func(dir string) bool, error)
 }
 
 // Server is dsh's ACP agent: one per connection. Each ACP session is a dsh
@@ -271,23 +265,20 @@ func (s *Server) initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 // settings of the process's directory: providers that refuse image parts
 // (DeepSeek, and any configured with noImages) get none offered.
 func (s *Server) imagesAccepted() bool {
-	st, _, err := s.loadSettings(s.o.Cwd)
+	c, _, err := s.configure(s.o.Cwd)
 	if err != nil {
 		return false
 	}
-	cfg := st.ProvidersConfig()
-	model := s.o.Model
-	if model == "" {
-		model = providers.DefaultModel(cfg, s.o.Env)
-	}
-	if target, ok := st.Aliases[model]; ok {
+	cfg := providers.FromSettings(c)
+	model := providers.DefaultModel(cfg, s.o.Env)
+	if target, ok := cfg.Aliases[model]; ok {
 		model = target
 	}
 	provider, _, ok := strings.Cut(model, "/")
 	if !ok || provider == "" || provider == "demo" {
 		return false
 	}
-	if pc, ok := st.Providers[provider]; ok && pc.NoImages != nil {
+	if pc, ok := cfg.Providers[provider]; ok && pc.NoImages != nil {
 		return !*pc.NoImages
 	}
 	return provider != "deepseek"
@@ -317,11 +308,16 @@ type wsEntry struct {
 	err   error
 }
 
-func (s *Server) loadSettings(cwd string) (settings.Settings, []settings.Source, error) {
-	if s.o.LoadSettings != nil {
-		return s.o.LoadSettings(cwd)
+// configure builds a workspace's configuration (see Options.Configure).
+func (s *Server) configure(cwd string, extra ...settings.File) (*settings.Config, func(string) bool, error) {
+	if s.o.Configure != nil {
+		return s.o.Configure(cwd, extra...)
 	}
-	return settings.Load(settings.Paths{Home: s.o.Home, Project: cwd, Flag: s.o.SettingsFile})
+	c, err := settings.Load(settings.Input{Paths: settings.Paths{Home: s.o.Home, Project: cwd}, Flags: extra, Schema: app.Schema()})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func(string) bool { return false }, nil
 }
 
 // workspace returns (building it on first use) the app for cwd.
@@ -353,42 +349,32 @@ func (s *Server) workspace(ctx context.Context, cwd string, dirs []string) (*wor
 }
 
 func (s *Server) buildWorkspace(ctx context.Context, key, cwd string, dirs []string) (*workspace, error) {
-	loaded, sources, err := s.loadSettings(cwd)
+	var extra []settings.File
+	if len(dirs) > 0 {
+		// The editor's additional directories are the user's choice for
+		// these sessions, as --add-dir is on the command line.
+		extra = append(extra, permission.Key.Flag("additionalDirectories of session/new", permission.Settings{AdditionalDirectories: dirs}))
+	}
+	cfg, trusted, err := s.configure(cwd, extra...)
 	if err != nil {
 		return nil, invalidParams("%s", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	trusted := s.o.Trusted != nil && s.o.Trusted(cwd)
-	all := len(sources)
-	if !trusted {
-		sources = slices.DeleteFunc(sources, func(src settings.Source) bool {
-			return src.Layer == settings.LayerProject || src.Layer == settings.LayerLocal
-		})
-	}
-	// The settings in force are those of the sources that count: when an
-	// untrusted project's files were dropped, nothing of the merged whole
-	// (its model, providers, env, plugins) may leak back in, even when no
-	// other file is left.
-	st := loaded
-	if len(sources) > 0 || len(sources) < all {
-		st = settings.Settings{}
-		for _, src := range sources {
-			st = settings.Merge(st, src.Settings)
-		}
-	}
-	checker, err := s.newChecker(sources, cwd, dirs)
-	if err != nil {
-		return nil, invalidParams("%v", err)
+	for _, w := range cfg.Warnings() {
+		s.log.Warn(w)
 	}
 	a, err := app.New(context.WithoutCancel(ctx), app.Options{
-		Home: s.o.Home, Cwd: cwd, Settings: st, Sources: sources, Env: s.o.Env, HTTPClient: s.o.HTTPClient,
-		UserHome: s.o.UserHome, TrustProject: func(string) bool { return trusted }, Permission: checker,
-		Logger: s.log.With("cwd", cwd), Model: s.o.Model, AddDirs: dirs, NoSync: s.o.NoSync,
-		WrapFS:   func(p fsProvider) fsProvider { return &clientFS{inner: p, srv: s} },
-		WrapExec: func(e bashExecutor) bashExecutor { return &clientExec{inner: e, srv: s} },
+		Config: cfg,
+		Site: core.Site{
+			Home: s.o.Home, Cwd: cwd, UserHome: s.o.UserHome, Getenv: s.o.Env, HTTPClient: s.o.HTTPClient,
+			Trusted: trusted, NoSync: s.o.NoSync,
+			WrapFS:   func(p fsProvider) fsProvider { return &clientFS{inner: p, srv: s} },
+			WrapExec: func(e bashExecutor) bashExecutor { return &clientExec{inner: e, srv: s} },
+		},
+		Logger: s.log.With("cwd", cwd),
 	})
 	if err != nil {
-		if errors.Is(err, app.ErrNoModel) {
-			return nil, invalidParams("%s", strings.TrimPrefix(err.Error(), "app: "))
+		if errors.Is(err, core.ErrConfig) {
+			return nil, invalidParams("%s", err)
 		}
 		return nil, internalError("%v", err)
 	}
@@ -481,12 +467,11 @@ func (s *Server) store() (*store.Coordinator, error) {
 	}
 	// The store is the user's choice (user settings, --settings), the same
 	// for every workspace: their apps open the same one.
-	_, sources, err := s.loadSettings("")
+	cfg, _, err := s.configure("")
 	if err != nil {
 		return nil, internalError("opening the session store: %v", err)
 	}
-	name, _ := settings.SessionStore(sources)
-	b, err := backends.Open(s.o.Home, name, s.o.NoSync)
+	b, err := backends.Open(s.o.Home, backends.Chosen(cfg), s.o.NoSync)
 	if err != nil {
 		return nil, internalError("opening the session store: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/goleak"
 
-	"github.com/dshq/dsh/acp"
 	"github.com/dshq/dsh/acp/acptest"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/session"
@@ -672,13 +671,9 @@ func TestStopReasons(t *testing.T) {
 		acptest.Reply{acptest.TextDelta("I can't"), acptest.Finish("content_filter")},
 	)
 	defer model.Close()
-	h := newHarness(t, model, func(o *acp.Options) {
-		// No retries: the exhausted script fails the turn at once.
-		o.LoadSettings = func(string) (settings.Settings, []settings.Source, error) {
-			zero := 0
-			return settings.Settings{Providers: map[string]providers.ProviderConfig{"deepseek": {MaxRetries: &zero}}}, nil, nil
-		}
-	})
+	// No retries: the exhausted script fails the turn at once.
+	zero := 0
+	h := newHarness(t, model, withSettings(t, providers.ProvidersKey.In(settings.LayerUser, "settings.json", map[string]providers.ProviderConfig{"deepseek": {MaxRetries: &zero}})))
 	defer h.close()
 	h.initialize(sdk.ClientCapabilities{})
 	id := h.newSession()

@@ -3,7 +3,6 @@ package cli
 import (
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +17,7 @@ func init() { extraCommands = append(extraCommands, newACPCmd) }
 // frames only; diagnostics go to $DSH_HOME/logs/dsh.log, and warnings also
 // to standard error, which editors show in their logs.
 func newACPCmd(stdio IO) *cobra.Command {
-	var model, mode, settingsFile string
-	var verbose, trustFlag bool
+	var f configFlags
 	cmd := &cobra.Command{
 		Use:   "acp",
 		Short: "serve the Agent Client Protocol on stdio (for editors such as Zed)",
@@ -40,10 +38,11 @@ Zed (settings.json):
 			if err := privateHome(stdio, h); err != nil {
 				return usageErr("creating %s: %v", h, err)
 			}
-			if mode != "" && !contains(settings.Modes, mode) {
-				return usageErr("unknown --permission-mode %q (want one of %s)", mode, strings.Join(settings.Modes, ", "))
+			// Bad flags stop dsh before it serves anything.
+			if _, err := f.layers(); err != nil {
+				return usageErr("%v", err)
 			}
-			fileLog, closeLog, err := logger(h, verbose, stdio.Err)
+			fileLog, closeLog, err := logger(h, f.verbose, stdio.Err)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -61,27 +60,20 @@ Zed (settings.json):
 				}
 			}
 			cwd, _ := os.Getwd()
+			// No prompt can be shown over ACP: a workspace's own
+			// configuration applies once trusted (interactively, or with
+			// --trust, which records it).
+			policy := f.trustPolicy(IO{Err: stdio.Err, Env: stdio.Env}, h, false)
 			return acp.Serve(cmd.Context(), stdio.In, out, acp.Options{
-				Home: h, Env: stdio.Env, Logger: log, Model: model, PermissionMode: mode,
-				SettingsFile: settingsFile, Version: Version, Cwd: cwd, UserHome: userHome(stdio.Env),
-				// No prompt can be shown over ACP: a workspace's own
-				// configuration applies once trusted (interactively, or
-				// with --trust, which records it).
-				Trusted: func(dir string) bool {
-					ok, err := projectTrust(IO{Err: stdio.Err, Env: stdio.Env}, h, dir, trustFlag)
-					if err != nil {
-						log.Warn("acp: project trust", "cwd", dir, "err", err)
-					}
-					return ok
+				Home: h, Env: stdio.Env, Logger: log, Version: Version, Cwd: cwd, UserHome: userHome(stdio.Env),
+				Configure: func(dir string, extra ...settings.File) (*settings.Config, func(string) bool, error) {
+					return f.configure(h, dir, policy, extra...)
 				},
 			})
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&model, "model", "", "default model of new sessions, provider/model or an alias (editors can switch per session)")
-	fl.StringVar(&mode, "permission-mode", "", "starting permission mode: default, acceptEdits, plan or bypassPermissions")
-	fl.StringVar(&settingsFile, "settings", "", "an extra settings file, applied last in every workspace")
-	fl.BoolVar(&trustFlag, "trust", false, "trust the settings, hooks and MCP servers of the projects the editor opens (recorded in $DSH_HOME/trust.json)")
-	fl.BoolVar(&verbose, "verbose", false, "log debug details to the log file")
+	// The same configuration flags as dsh and dsh -p: one command line
+	// means the same permissions, model and limits in every front door.
+	f.register(cmd.Flags(), true)
 	return cmd
 }

@@ -21,9 +21,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
-	"github.com/dshq/dsh/settings"
 )
 
 // Version is set at build time with -ldflags "-X github.com/dshq/dsh/cli.Version=…".
@@ -53,20 +53,11 @@ func usageErr(format string, args ...any) error {
 
 // flags are the root command's flags.
 type flags struct {
-	print              bool
-	outputFormat       string
-	model              string
-	cont               bool
-	resume             string
-	permissionMode     string
-	allowedTools       []string
-	disallowedTools    []string
-	appendSystemPrompt string
-	maxTurns           int
-	settingsFile       string
-	addDirs            []string
-	verbose            bool
-	trust              bool
+	configFlags
+	print        bool
+	outputFormat string
+	cont         bool
+	resume       string
 }
 
 // Main runs dsh and returns the process exit code.
@@ -140,18 +131,9 @@ func newRoot(stdio IO) *cobra.Command {
 	fl := root.Flags()
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless, print the result and exit (prompt from arguments or stdin)")
 	fl.StringVar(&f.outputFormat, "output-format", "text", "headless output: text, json or stream-json")
-	fl.StringVar(&f.model, "model", "", "model reference, provider/model (e.g. deepseek/deepseek-chat) or an alias")
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
 	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id")
-	fl.StringVar(&f.permissionMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
-	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, "permission rules that allow without asking (e.g. \"Read Bash(git diff:*)\")")
-	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "permission rules that deny (e.g. \"Bash(rm:*)\")")
-	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
-	fl.IntVar(&f.maxTurns, "max-turns", 0, "stop after this many model calls in a turn (headless)")
-	fl.StringVar(&f.settingsFile, "settings", "", "an extra settings file, applied last")
-	fl.StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories the tools may use")
-	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
-	fl.BoolVar(&f.trust, "trust", false, "trust this project's settings, hooks and MCP servers (recorded in $DSH_HOME/trust.json)")
+	f.register(fl, false)
 	root.AddCommand(newSessionsCmd(stdio), newVersionCmd(stdio))
 	for _, c := range extraCommands {
 		root.AddCommand(c(stdio))
@@ -225,7 +207,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return w.stderr.Write(p)
 }
 
-// setup loads settings and builds the app.
+// setup runs the configuration pipeline and builds the app.
 func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	h, err := home(stdio.Env)
 	if err != nil {
@@ -238,59 +220,25 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	if err != nil {
 		return nil, nil, usageErr("cannot read the working directory: %v", err)
 	}
-	_, sources, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: f.settingsFile})
+	cfg, trusted, err := f.configure(h, cwd, f.trustPolicy(stdio, h, stdio.Interactive))
 	if err != nil {
 		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	trusted, err := projectTrust(stdio, h, cwd, f.trust)
-	if err != nil {
-		return nil, nil, usageErr("%v", err)
-	}
-	sources = trustedSources(sources, trusted)
-	s := merged(sources)
-	if f.permissionMode != "" && !contains(settings.Modes, f.permissionMode) {
-		return nil, nil, usageErr("unknown --permission-mode %q (want one of %s)", f.permissionMode, strings.Join(settings.Modes, ", "))
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(stdio.Err, "dsh: "+w)
 	}
 	log, closeLog, err := logger(h, f.verbose, stdio.Err)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	var addDirs []string
-	for _, d := range f.addDirs {
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			closeLog()
-			return nil, nil, usageErr("--add-dir %s: %v", d, err)
-		}
-		addDirs = append(addDirs, abs)
-	}
-	checker, warnings, err := permissions(sources, f, h, userHome(stdio.Env), cwd, addDirs)
+	st := site(stdio, h, cwd, trusted)
+	st.Version, st.Warn = Version, stdioWarner(stdio).warn
+	st.Stopping, st.Aborting = stopChannels(ctx)
+	a, err := app.New(ctx, app.Options{Config: cfg, Site: st, Logger: log})
 	if err != nil {
 		closeLog()
-		return nil, nil, usageErr("%v", err)
-	}
-	for _, w := range warnings {
-		fmt.Fprintln(stdio.Err, "dsh: "+w)
-	}
-	stopping, aborting := stopChannels(ctx)
-	a, err := app.New(ctx, app.Options{
-		Version: Version, Warn: stdioWarner(stdio).warn, Stopping: stopping, Aborting: aborting,
-		// The hooks of a session resumed from another directory are read
-		// from that directory: its trust is its own, never this one's.
-		Permission: checker, TrustProject: func(dir string) bool {
-			if dir == cwd {
-				return trusted
-			}
-			return trustedElsewhere(h, dir)
-		},
-		Home: h, Cwd: cwd, Settings: s, Sources: sources, Env: stdio.Env, Logger: log, UserHome: userHome(stdio.Env),
-		Model:              f.model,
-		AppendSystemPrompt: f.appendSystemPrompt, MaxTurns: f.maxTurns, AddDirs: addDirs,
-	})
-	if err != nil {
-		closeLog()
-		if errors.Is(err, app.ErrNoModel) {
-			return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "app: "))
+		if errors.Is(err, core.ErrConfig) {
+			return nil, nil, usageErr("%v", err)
 		}
 		if errors.Is(err, app.ErrStoreOpen) {
 			return nil, nil, &ExitError{Code: app.ExitNotSaved, Err: fmt.Errorf("nothing ran: the session could not be saved: %w", unprefixed{err, "app: "})}
@@ -309,15 +257,6 @@ func userHome(env func(string) string) string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {

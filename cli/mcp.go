@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission/trust"
 	"github.com/dshq/dsh/settings"
@@ -69,11 +70,18 @@ func runMCPList(ctx context.Context, stdio IO, o mcpListOptions) error {
 	if err != nil {
 		return usageErr("cannot read the working directory: %v", err)
 	}
-	_, sources, err := settings.Load(settings.Paths{Home: h, Project: cwd, Flag: o.settingsFile})
+	// Every layer is listed, the project's too: its servers carry their
+	// directory and start only when the trust store says so (Trusted
+	// below), so the listing shows what trusting the project would run.
+	cfg, err := settings.Load(settings.Input{
+		Paths:  settings.Paths{Home: h, Project: cwd, Flag: o.settingsFile},
+		Trust:  func(string) (bool, error) { return true, nil },
+		Schema: app.Schema(),
+	})
 	if err != nil {
 		return usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	servers, cfgErr := mcp.Configured(sources, cwd)
+	servers, cfgErr := mcp.Configured(cfg, cwd)
 	if cfgErr != nil {
 		for _, line := range strings.Split(cfgErr.Error(), "\n") {
 			fmt.Fprintln(stdio.Err, "dsh: warning: "+line)

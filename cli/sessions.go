@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -42,12 +43,11 @@ func storeChoice(stdio IO, settingsFile string) (dshHome, name string, err error
 	if err := privateHome(stdio, h); err != nil {
 		return "", "", usageErr("creating %s: %v", h, err)
 	}
-	_, sources, err := settings.Load(settings.Paths{Home: h, Flag: settingsFile})
+	cfg, err := settings.Load(settings.Input{Paths: settings.Paths{Home: h, Flag: settingsFile}, Schema: app.Schema()})
 	if err != nil {
 		return "", "", err
 	}
-	name, _ = settings.SessionStore(sources)
-	return h, name, nil
+	return h, backends.Chosen(cfg), nil
 }
 
 func openNamedStore(home, name string) (*store.Coordinator, func(), error) {
@@ -168,8 +168,8 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			if from == name {
 				return usageErr("--from %s is the store in use; choose the other one with \"sessionStore\" in your settings first", from)
 			}
-			if !slices.Contains(settings.Stores, from) {
-				return usageErr("--from %q: want one of %s", from, strings.Join(settings.Stores, ", "))
+			if !slices.Contains(backends.Names, from) {
+				return usageErr("--from %q: want one of %s", from, strings.Join(backends.Names, ", "))
 			}
 			src, doneSrc, err := openNamedStore(h, from)
 			if err != nil {

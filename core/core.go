@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"sync"
 	"time"
 
 	"github.com/dshq/dsh/agent"
@@ -28,6 +30,9 @@ type Options struct {
 	NewID  func() string
 	// Invariants enables the live contract checker (tests, dev builds).
 	Invariants bool
+	// Site is where the application runs (directories, environment,
+	// trust); plugins read it from [Host.Site].
+	Site Site
 }
 
 // Host is a running spine.
@@ -40,6 +45,14 @@ type Host struct {
 	Agents   *agent.Registry
 	Loop     *loop.Loop
 	Logger   *slog.Logger
+	// Site is where the application runs.
+	Site Site
+	// Now is the host's clock (Options.Clock, else time.Now).
+	Now func() time.Time
+
+	mu        sync.Mutex
+	provided  map[reflect.Type]any // Provide, Need, Lookup
+	installed []string
 }
 
 // Plugin extends a host. Everything it registers through scope is undone
@@ -59,6 +72,12 @@ func New(opts Options) (*Host, error) {
 		Prompt:   prompt.New(),
 		Agents:   agent.NewRegistry(),
 		Logger:   opts.Logger,
+		Site:     opts.Site,
+		Now:      opts.Clock,
+		provided: map[reflect.Type]any{},
+	}
+	if h.Now == nil {
+		h.Now = time.Now
 	}
 	h.Loop = loop.New(loop.Deps{Agents: h.Agents, Sessions: h.Sessions, LLM: h.LLM, Tools: h.Tools,
 		Prompt: h.Prompt, Logger: opts.Logger, NewID: opts.NewID, Now: opts.Clock})
@@ -82,10 +101,22 @@ func (h *Host) Use(ctx context.Context, name string, p Plugin) (unload func() er
 	s := h.Scope.Child(name)
 	if err := p(ctx, h, s); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("core: plugin %s: %w", name, err)
+		if errors.Is(err, ErrConfig) {
+			return nil, err
+		}
+		return nil, &PluginError{Name: name, Err: err}
 	}
 	return s.Close, nil
 }
+
+// PluginError is a plugin's failure to install, naming the plugin.
+type PluginError struct {
+	Name string
+	Err  error
+}
+
+func (e *PluginError) Error() string { return fmt.Sprintf("core: plugin %s: %v", e.Name, e.Err) }
+func (e *PluginError) Unwrap() error { return e.Err }
 
 // Close disposes every live agent (so their turns close and flush), then
 // unloads every plugin in reverse order.

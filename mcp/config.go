@@ -37,15 +37,20 @@ const (
 	StartupEager = "eager"
 )
 
-// Sources name where a server was configured.
+// Sources name where a server was configured: the settings layers, plus
+// the project's .mcp.json and an ACP client's servers.
 const (
-	SourceUser    = "user"     // $DSH_HOME/settings.json
-	SourceProject = "project"  // <project>/.dsh/settings.json
-	SourceLocal   = "local"    // <project>/.dsh/settings.local.json
-	SourceFlag    = "flag"     // --settings FILE
-	SourceMCPJSON = "mcp.json" // <project>/.mcp.json
-	SourceSession = "session"  // passed by an ACP client for one session
+	SourceUser    = string(settings.LayerUser)    // $DSH_HOME/settings.json
+	SourceProject = string(settings.LayerProject) // <project>/.dsh/settings.json
+	SourceLocal   = string(settings.LayerLocal)   // <project>/.dsh/settings.local.json
+	SourceFlag    = string(settings.LayerFlag)    // --settings FILE
+	SourceMCPJSON = "mcp.json"                    // <project>/.mcp.json
+	SourceSession = "session"                     // passed by an ACP client for one session
 )
+
+// Key is "mcpServers": servers by name, in Claude Code's shape, each
+// decoded (and checked) by [ParseServers] when the client starts.
+var Key = settings.Key[map[string]json.RawMessage]{Name: "mcpServers", Merge: settings.MergeMaps[map[string]json.RawMessage]}
 
 // ProjectFile is the project's MCP configuration, as Claude Code writes it.
 const ProjectFile = ".mcp.json"
@@ -254,13 +259,13 @@ func LoadProjectFile(dir string) ([]ServerConfig, error) {
 	return ParseServers(doc.MCPServers, SourceMCPJSON, path, dir)
 }
 
-// Configured collects the servers of the settings files that were read
-// (settings.Load's sources) and of cwd/.mcp.json. Later layers win by name:
-// user < .mcp.json < project < local < --settings. Servers from the project
-// (.mcp.json, project and local settings) carry Dir = cwd, so they start
-// only in a trusted project. Problems are joined into the error; the valid
-// servers are returned all the same.
-func Configured(sources []settings.Source, cwd string) ([]ServerConfig, error) {
+// Configured collects the servers of the settings layers in force and of
+// cwd/.mcp.json. Later layers win by name: user < .mcp.json < project <
+// local < --settings. Servers from the project (.mcp.json, project and
+// local settings) carry Dir = cwd, so they start only in a trusted
+// project. Problems are joined into the error; the valid servers are
+// returned all the same.
+func Configured(c *settings.Config, cwd string) ([]ServerConfig, error) {
 	byName := map[string]ServerConfig{}
 	var errs []error
 	add := func(cs []ServerConfig, err error) {
@@ -271,23 +276,17 @@ func Configured(sources []settings.Source, cwd string) ([]ServerConfig, error) {
 			byName[c.Name] = c
 		}
 	}
-	layer := func(l string) {
-		for _, src := range sources {
-			if src.Layer != l || len(src.Settings.MCPServers) == 0 {
+	layers := Key.Layers(c)
+	layer := func(l settings.Layer) {
+		for _, v := range layers {
+			if v.Layer != l || len(v.Value) == 0 {
 				continue
 			}
-			source, dir := l, ""
-			switch l {
-			case settings.LayerProject:
-				source, dir = SourceProject, cwd
-			case settings.LayerLocal:
-				source, dir = SourceLocal, cwd
-			case settings.LayerFlag:
-				source = SourceFlag
-			default:
-				source = SourceUser
+			dir := ""
+			if l.Project() {
+				dir = cwd
 			}
-			add(ParseServers(src.Settings.MCPServers, source, src.Path, dir))
+			add(ParseServers(v.Value, string(l), v.Path, dir))
 		}
 	}
 	layer(settings.LayerUser)
@@ -297,6 +296,7 @@ func Configured(sources []settings.Source, cwd string) ([]ServerConfig, error) {
 	layer(settings.LayerProject)
 	layer(settings.LayerLocal)
 	layer(settings.LayerFlag)
+	layer(settings.LayerCLI)
 	out := make([]ServerConfig, 0, len(byName))
 	for _, c := range byName {
 		out = append(out, c)

@@ -32,14 +32,15 @@ func TestConfiguredLayersAndProjectFile(t *testing.T) {
 		"broken": {"type": "http"}
 	}}`)
 	write(filepath.Join(proj, ".dsh", "settings.local.json"), `{"mcpServers": {"local": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}`)
-	s, sources, err := settings.Load(settings.Paths{Home: home, Project: proj})
+	cfg, err := settings.Load(settings.Input{Paths: settings.Paths{Home: home, Project: proj}, Schema: settings.Schema{mcp.Key},
+		Trust: func(string) (bool, error) { return true, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.MCPServers) != 3 {
-		t.Fatalf("merged settings servers = %v", s.MCPServers)
+	if s := mcp.Key.Get(cfg); len(s) != 3 {
+		t.Fatalf("merged settings servers = %v", s)
 	}
-	got, err := mcp.Configured(sources, proj)
+	got, err := mcp.Configured(cfg, proj)
 	if err == nil || !strings.Contains(err.Error(), "mcpServers.broken") || !strings.Contains(err.Error(), `http server needs "url"`) {
 		t.Errorf("err = %v", err)
 	}

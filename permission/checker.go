@@ -13,6 +13,7 @@ import (
 
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -22,10 +23,9 @@ import (
 type Config struct {
 	// Mode is the starting mode ("" is default).
 	Mode Mode
-	// ModeSource is the layer Mode came from (LayerUser, LayerProject,
-	// LayerLocal, LayerFlag, LayerCLI). bypassPermissions from a project
-	// or local layer is refused.
-	ModeSource string
+	// ModeSource is the settings layer Mode came from. bypassPermissions
+	// from a project or local layer is refused.
+	ModeSource settings.Layer
 	// Rules are the allow, ask and deny rules with the file each came from.
 	Rules []Rule
 	// Roots are the workspace directories besides the session cwd
@@ -142,7 +142,7 @@ func New(cfg Config) (*Checker, error) {
 		sessions:    map[string]*sessionState{},
 		ModeChanged: kernel.NewSignal[ModeChange]("permission/mode"),
 	}
-	if mode == ModeBypass && !userChosen(cfg.ModeSource) {
+	if mode == ModeBypass && cfg.ModeSource.Project() {
 		c.warnings = append(c.warnings, fmt.Sprintf("permission: ignoring defaultMode bypassPermissions from the %s settings: only you can choose it (--permission-mode or your user settings); using default mode", cfg.ModeSource))
 		mode = ModeDefault
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dshq/dsh/settings"
 )
 
 // The classes of shell-analysis bypass of issue 19, each with many
@@ -55,7 +57,7 @@ func runClass(t *testing.T, e env, cases []classCase) {
 		key := string(tt.mode) + "|" + strings.Join(tt.rules.allow, ",") + "|" + strings.Join(tt.rules.deny, ",") + "|" + strings.Join(tt.rules.ask, ",")
 		c := checkers[key]
 		if c == nil {
-			c = mustNew(t, Config{Mode: tt.mode, ModeSource: LayerCLI, Rules: r, Home: e.home, Cwd: e.root})
+			c = mustNew(t, Config{Mode: tt.mode, ModeSource: settings.LayerCLI, Rules: r, Home: e.home, Cwd: e.root})
 			checkers[key] = c
 		}
 		d := c.Decide(ctx, bashCall(tt.line), e.root)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/dshq/dsh/internal/ownership"
+	"github.com/dshq/dsh/settings"
+
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/session"
@@ -301,7 +303,7 @@ func TestAddSessionRuleRecordsInsideATurn(t *testing.T) {
 }
 
 func TestExitPlanModeThroughTheRegistry(t *testing.T) {
-	r := newRig(t, Config{Mode: ModeAcceptEdits, ModeSource: LayerUser})
+	r := newRig(t, Config{Mode: ModeAcceptEdits, ModeSource: settings.LayerUser})
 	r.install()
 	ctx := context.Background()
 	render := func() string {

@@ -44,25 +44,14 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("permission: unknown mode %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
-// Layers a mode can come from (Config.ModeSource). They match the settings
-// layers, plus "cli" for a command-line flag such as --permission-mode.
-const (
-	LayerUser    = "user"
-	LayerProject = "project"
-	LayerLocal   = "local"
-	LayerFlag    = "flag"
-	LayerCLI     = "cli"
-)
-
-// userChosen reports whether a layer is one only the user controls. The
-// project and local files live in the repository, which may have been
-// written by someone else; they can never switch bypassPermissions on.
-func userChosen(layer string) bool {
-	switch layer {
-	case LayerProject, LayerLocal:
-		return false
+// ModeNames lists the modes for messages: "default, acceptEdits, plan,
+// bypassPermissions".
+func ModeNames() string {
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = string(m)
 	}
-	return true
+	return strings.Join(names, ", ")
 }
 
 // ModeChange notifies a mode switch (SetMode or an approved plan).

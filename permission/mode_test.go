@@ -65,7 +65,7 @@ func TestModes(t *testing.T) {
 	}
 	for i, m := range Modes {
 		c := cfg
-		c.Mode, c.ModeSource = m, LayerUser
+		c.Mode, c.ModeSource = m, settings.LayerUser
 		ch := mustNew(t, c)
 		for _, tt := range tests {
 			d := ch.Decide(context.Background(), call(tt.tool, tt.args), e.root)
@@ -78,7 +78,7 @@ func TestModes(t *testing.T) {
 
 func TestModeReasonsAndBy(t *testing.T) {
 	e := newEnv(t)
-	c := mustNew(t, Config{Mode: ModeAcceptEdits, ModeSource: LayerUser, Home: e.home, Cwd: e.root})
+	c := mustNew(t, Config{Mode: ModeAcceptEdits, ModeSource: settings.LayerUser, Home: e.home, Cwd: e.root})
 	d := c.Decide(context.Background(), call("edit", map[string]string{"file_path": "src/a.go"}), e.root)
 	if d.Behavior != Allow || d.By() != "permission:mode acceptEdits" || !strings.Contains(d.Reason, "acceptEdits") {
 		t.Errorf("%+v by %s", d, d.By())
@@ -105,7 +105,7 @@ func TestAdditionalDirectories(t *testing.T) {
 }
 
 func TestProjectCannotChooseBypass(t *testing.T) {
-	for _, layer := range []string{LayerProject, LayerLocal} {
+	for _, layer := range []settings.Layer{settings.LayerProject, settings.LayerLocal} {
 		c, err := New(Config{Mode: ModeBypass, ModeSource: layer})
 		if err != nil {
 			t.Fatal(err)
@@ -113,11 +113,11 @@ func TestProjectCannotChooseBypass(t *testing.T) {
 		if c.Mode() != ModeDefault {
 			t.Errorf("%s bypass: mode %s", layer, c.Mode())
 		}
-		if w := c.Warnings(); len(w) != 1 || !strings.Contains(w[0], "bypassPermissions") || !strings.Contains(w[0], layer) {
+		if w := c.Warnings(); len(w) != 1 || !strings.Contains(w[0], "bypassPermissions") || !strings.Contains(w[0], string(layer)) {
 			t.Errorf("%s bypass: warnings %q", layer, w)
 		}
 	}
-	for _, layer := range []string{LayerUser, LayerFlag, LayerCLI} {
+	for _, layer := range []settings.Layer{settings.LayerUser, settings.LayerFlag, settings.LayerCLI} {
 		c := mustNew(t, Config{Mode: ModeBypass, ModeSource: layer})
 		if c.Mode() != ModeBypass || len(c.Warnings()) != 0 {
 			t.Errorf("%s bypass: mode %s, warnings %q", layer, c.Mode(), c.Warnings())
@@ -125,24 +125,30 @@ func TestProjectCannotChooseBypass(t *testing.T) {
 	}
 	// From settings: the project's bypass is skipped and the user's mode
 	// below it applies.
-	srcs := []settings.Source{
-		{Layer: settings.LayerUser, Path: "/home/u/.dsh/settings.json", Settings: settings.Settings{Permissions: settings.Permissions{DefaultMode: "acceptEdits", Allow: []string{"Bash(ls:*)"}}}},
-		{Layer: settings.LayerProject, Path: "/p/.dsh/settings.json", Settings: settings.Settings{Permissions: settings.Permissions{DefaultMode: "bypassPermissions", Deny: []string{"Bash(rm:*)"}, AdditionalDirectories: []string{"../lib"}}}},
+	user := Key.In(settings.LayerUser, "/home/u/.dsh/settings.json", Settings{DefaultMode: "acceptEdits", Allow: []string{"Bash(ls:*)"}})
+	project := Key.In(settings.LayerProject, "/p/.dsh/settings.json", Settings{DefaultMode: "bypassPermissions", Deny: []string{"Bash(rm:*)"}, AdditionalDirectories: []string{"../lib"}})
+	sc, err := settings.From(settings.Schema{Key}, true, user, project)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cfg, warnings := FromSettings(srcs)
-	if cfg.Mode != ModeAcceptEdits || cfg.ModeSource != LayerUser {
+	cfg := FromSettings(sc)
+	if cfg.Mode != ModeAcceptEdits || cfg.ModeSource != settings.LayerUser {
 		t.Errorf("mode %s from %s", cfg.Mode, cfg.ModeSource)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "/p/.dsh/settings.json") {
-		t.Errorf("warnings %q", warnings)
+	if w := sc.Warnings(); len(w) != 1 || !strings.Contains(w[0], "/p/.dsh/settings.json") {
+		t.Errorf("warnings %q", w)
 	}
 	want := []Rule{{"Bash(ls:*)", Allow, "/home/u/.dsh/settings.json"}, {"Bash(rm:*)", Deny, "/p/.dsh/settings.json"}}
 	if len(cfg.Rules) != 2 || cfg.Rules[0] != want[0] || cfg.Rules[1] != want[1] || len(cfg.Roots) != 1 {
 		t.Errorf("rules %v roots %v", cfg.Rules, cfg.Roots)
 	}
-	srcs[1].Layer = settings.LayerFlag
-	if cfg, _ := FromSettings(srcs); cfg.Mode != ModeBypass {
-		t.Errorf("a --settings file the user named may choose bypass: %s", cfg.Mode)
+	flag := Key.In(settings.LayerFlag, "/tmp/extra.json", Settings{DefaultMode: "bypassPermissions"})
+	sc, err = settings.From(settings.Schema{Key}, true, user, flag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := FromSettings(sc); cfg.Mode != ModeBypass || len(sc.Warnings()) != 0 {
+		t.Errorf("a --settings file the user named may choose bypass: %s %q", cfg.Mode, sc.Warnings())
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dshq/dsh/settings"
+
 	"github.com/dshq/dsh/session"
 )
 
@@ -79,7 +81,7 @@ func TestPrecedenceDenyAskAllow(t *testing.T) {
 	rs := append(rules(Allow, "u", "Bash(git:*)", "Edit(docs/**)"), rules(Ask, "p", "Bash(git push:*)", "Edit(docs/secret/**)")...)
 	rs = append(rs, rules(Deny, "l", "Bash(git push --force:*)", "Edit(docs/secret/keys)")...)
 	for _, m := range []Mode{ModeDefault, ModeBypass} {
-		c := mustNew(t, Config{Mode: m, ModeSource: LayerUser, Rules: rs, Home: e.home, Cwd: e.root})
+		c := mustNew(t, Config{Mode: m, ModeSource: settings.LayerUser, Rules: rs, Home: e.home, Cwd: e.root})
 		for _, tt := range []struct {
 			tool, key, val string
 			want           Behavior

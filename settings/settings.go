@@ -1,10 +1,20 @@
-// Package settings loads dsh's layered JSON settings: user
-// (~/.dsh/settings.json) < project (.dsh/settings.json) < local
-// (.dsh/settings.local.json) < an explicit --settings file. Decoding is
+// Package settings is dsh's configuration pipeline: settings files →
+// layered merge → trust filter → command-line flags → one validated,
+// immutable [Config] that each capability reads its own part of.
+//
+// The layers, lowest first: user ($DSH_HOME/settings.json) < project
+// (.dsh/settings.json) < local (.dsh/settings.local.json) < an explicit
+// --settings file < command-line flags. Every top-level key belongs to the
+// capability that reads it: the capability declares it as a [Key] of its
+// own config type (compact.Settings, permission.Settings, …), and the
+// application passes the keys of its plugins as the [Schema]. Decoding is
 // strict: an unknown key or a value of the wrong type is reported with the
 // file, the key path and the reason, and dsh refuses to start on it — a
 // typo in a permission rule must never silently widen what the agent may
 // do.
+//
+// The package is a leaf: it imports no dsh capability (a test asserts it),
+// so every capability, the front doors and embedders can use it.
 package settings
 
 import (
@@ -15,83 +25,64 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/dshq/dsh/compact"
-	"github.com/dshq/dsh/llm/providers"
 )
 
-// Settings is the merged configuration.
-type Settings struct {
-	// Model is the default model reference ("provider/model" or an alias).
-	Model     string                              `json:"model,omitempty"`
-	Providers map[string]providers.ProviderConfig `json:"providers,omitempty"`
-	Aliases   map[string]string                   `json:"aliases,omitempty"`
-	// Permissions: rules and the default mode.
-	Permissions Permissions `json:"permissions,omitempty"`
-	// Hooks in Claude Code's format, by event name; kept raw here and
-	// decoded by the hooks bridge.
-	Hooks map[string]json.RawMessage `json:"hooks,omitempty"`
-	// Env is added to the environment of tools and hooks.
-	Env map[string]string `json:"env,omitempty"`
-	// EnabledPlugins switches optional plugins on or off by name.
-	EnabledPlugins map[string]bool `json:"enabledPlugins,omitempty"`
-	// SystemPrompt is appended to every agent's system prompt.
-	SystemPrompt string `json:"appendSystemPrompt,omitempty"`
-	// MaxSteps bounds model calls per turn (0: no limit).
-	MaxSteps int `json:"maxSteps,omitempty"`
-	// Web configures web_fetch and web_search.
-	Web *Web `json:"web,omitempty"`
-	// Compaction tunes automatic context compaction.
-	Compaction compact.Config `json:"compaction,omitempty"`
-	// MCPServers configures Model Context Protocol servers by name.
-	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
-	// SessionStore picks where sessions are stored: "jsonl" (the default,
-	// one file per session) or "sqlite" (one database). A user setting:
-	// see [SessionStore].
-	SessionStore string `json:"sessionStore,omitempty"`
-}
+// Layer names where a settings value came from. It is the one list of
+// layer names: permission rules, MCP server sources and warnings name
+// layers with these values.
+type Layer string
 
-// Permissions configure what tools may do without asking.
-type Permissions struct {
-	DefaultMode           string   `json:"defaultMode,omitempty"`
-	Allow                 []string `json:"allow,omitempty"`
-	Ask                   []string `json:"ask,omitempty"`
-	Deny                  []string `json:"deny,omitempty"`
-	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
-}
-
-// Web configures the web tools.
-type Web struct {
-	AllowPrivateNetworks bool   `json:"allowPrivateNetworks,omitempty"`
-	SearchProvider       string `json:"searchProvider,omitempty"`
-	FetchProvider        string `json:"fetchProvider,omitempty"`
-}
-
-// Providers returns the model section in the adapters' shape.
-func (s *Settings) ProvidersConfig() providers.Config {
-	return providers.Config{Providers: s.Providers, DefaultModel: s.Model, Aliases: s.Aliases}
-}
-
-// Layer names.
+// Layers, lowest first.
 const (
-	LayerUser    = "user"
-	LayerProject = "project"
-	LayerLocal   = "local"
-	LayerFlag    = "flag"
+	// LayerUser is $DSH_HOME/settings.json.
+	LayerUser Layer = "user"
+	// LayerProject is <project>/.dsh/settings.json, part of the repository.
+	LayerProject Layer = "project"
+	// LayerLocal is <project>/.dsh/settings.local.json, beside it.
+	LayerLocal Layer = "local"
+	// LayerFlag is the file named by --settings.
+	LayerFlag Layer = "flag"
+	// LayerCLI is command-line flags (--model, --allowedTools, …) and what
+	// a front door's user chose for one session (ACP's additional
+	// directories); the File's Path names the flag.
+	LayerCLI Layer = "cli"
 )
 
-// Source is one settings file that was read.
-type Source struct {
-	Layer string
+// Project reports whether the layer lives in the project's repository,
+// which someone else may have written: it applies only once the user
+// trusts the project, and it can never choose what only the user may
+// (bypassPermissions, where sessions are stored).
+func (l Layer) Project() bool { return l == LayerProject || l == LayerLocal }
+
+// File is one layer: a settings file that was read, or the values of
+// command-line flags (Path is then the flag, "--allowedTools"). It holds
+// each top-level key's JSON, already validated against its [Key].
+type File struct {
+	Layer Layer
 	Path  string
-	// Settings is that file alone.
-	Settings Settings
+	keys  map[string]json.RawMessage
 }
 
-// Error is a problem in a settings file.
+// Has reports whether the file sets key.
+func (f File) Has(key string) bool {
+	_, ok := f.keys[key]
+	return ok
+}
+
+// Keys lists the top-level keys the file sets, sorted.
+func (f File) Keys() []string {
+	out := make([]string, 0, len(f.keys))
+	for k := range f.keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Error is a problem in a settings file (or in a flag's value).
 type Error struct {
 	Path   string
 	Key    string
@@ -113,77 +104,149 @@ type Paths struct {
 }
 
 // Files returns the candidate files in layer order.
-func (p Paths) Files() []Source {
-	var out []Source
+func (p Paths) Files() []File {
+	var out []File
 	if p.Home != "" {
-		out = append(out, Source{Layer: LayerUser, Path: filepath.Join(p.Home, "settings.json")})
+		out = append(out, File{Layer: LayerUser, Path: filepath.Join(p.Home, "settings.json")})
 	}
 	if p.Project != "" {
 		out = append(out,
-			Source{Layer: LayerProject, Path: filepath.Join(p.Project, ".dsh", "settings.json")},
-			Source{Layer: LayerLocal, Path: filepath.Join(p.Project, ".dsh", "settings.local.json")})
+			File{Layer: LayerProject, Path: filepath.Join(p.Project, ".dsh", "settings.json")},
+			File{Layer: LayerLocal, Path: filepath.Join(p.Project, ".dsh", "settings.local.json")})
 	}
 	if p.Flag != "" {
-		out = append(out, Source{Layer: LayerFlag, Path: p.Flag})
+		out = append(out, File{Layer: LayerFlag, Path: p.Flag})
 	}
 	return out
 }
 
-// Load reads every existing layer and merges them. A missing user, project
-// or local file is fine; a missing --settings file is an error.
-func Load(p Paths) (Settings, []Source, error) {
-	var merged Settings
-	var read []Source
-	for _, src := range p.Files() {
-		b, err := os.ReadFile(src.Path)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && src.Layer != LayerFlag {
-				continue
-			}
-			return Settings{}, nil, &Error{Path: src.Path, Reason: err.Error()}
+// Schema is the set of keys an application knows: the keys of its
+// plugins. A key no section claims is an error.
+type Schema []Section
+
+func (s Schema) index() (map[string]Section, error) {
+	m := make(map[string]Section, len(s))
+	for _, sec := range s {
+		if _, dup := m[sec.Key()]; dup {
+			return nil, fmt.Errorf("settings: key %q is declared twice", sec.Key())
 		}
-		s, err := Decode(src.Path, b)
-		if err != nil {
-			return Settings{}, nil, err
-		}
-		src.Settings = s
-		read = append(read, src)
-		merged = Merge(merged, s)
+		m[sec.Key()] = sec
 	}
-	return merged, read, nil
+	return m, nil
 }
 
-// Decode parses one file strictly.
-func Decode(path string, b []byte) (Settings, error) {
-	var s Settings
-	if len(bytes.TrimSpace(b)) == 0 {
-		return s, nil
+// Input is what the pipeline starts from.
+type Input struct {
+	Paths
+	// Flags are the command-line layers, applied last in order (build them
+	// with [Key.Flag]).
+	Flags []File
+	// Trust decides whether the project's own layers apply; it may ask the
+	// user and record the answer. It is called only when Project is set.
+	// Nil: they never apply.
+	Trust func(project string) (bool, error)
+	// Schema is every key the application reads.
+	Schema Schema
+}
+
+// Load runs the pipeline: it reads every existing layer (a missing user,
+// project or local file is fine; a missing --settings file is an error),
+// validates each file against the schema, drops the project's layers
+// unless Trust says they apply, adds the flag layers, and lets each key's
+// layer policy strip what a layer may not choose (with a warning).
+func Load(in Input) (*Config, error) {
+	idx, err := in.Schema.index()
+	if err != nil {
+		return nil, err
 	}
-	var raw any
+	c := &Config{project: in.Project, schema: idx}
+	for _, f := range in.Paths.Files() {
+		b, err := os.ReadFile(f.Path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && f.Layer != LayerFlag {
+				continue
+			}
+			return nil, &Error{Path: f.Path, Reason: err.Error()}
+		}
+		f.keys, err = decodeFile(idx, f.Path, b)
+		if err != nil {
+			return nil, err
+		}
+		c.files = append(c.files, f)
+	}
+	if in.Project != "" && in.Trust != nil {
+		ok, err := in.Trust(in.Project)
+		if err != nil {
+			return nil, fmt.Errorf("settings: project trust: %w", err)
+		}
+		c.trusted = ok
+	}
+	if !c.trusted {
+		c.files = slices.DeleteFunc(c.files, func(f File) bool {
+			if f.Layer.Project() {
+				c.ignored = append(c.ignored, f)
+				return true
+			}
+			return false
+		})
+	}
+	for _, f := range in.Flags {
+		if err := c.check(f); err != nil {
+			return nil, err
+		}
+		c.files = append(c.files, f)
+	}
+	if err := c.applyPolicies(0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeFile splits one file into its top-level keys and validates each.
+func decodeFile(idx map[string]Section, path string, b []byte) (map[string]json.RawMessage, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return s, &Error{Path: path, Reason: "not valid JSON: " + describeSyntax(b, err)}
+	var probe json.RawMessage
+	if err := dec.Decode(&probe); err != nil {
+		return nil, &Error{Path: path, Reason: "not valid JSON: " + describeSyntax(b, err)}
 	}
 	if dec.More() {
-		return s, &Error{Path: path, Reason: "not valid JSON: extra data after the settings object"}
+		return nil, &Error{Path: path, Reason: "not valid JSON: extra data after the settings object"}
 	}
-	if err := checkKeys(raw, reflect.TypeOf(s), ""); err != nil {
-		err.Path = path
-		return s, err
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(probe, &keys); err != nil || keys == nil {
+		return nil, &Error{Path: path, Reason: "the settings must be a JSON object"}
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return s, &Error{Path: path, Key: te.Field, Reason: fmt.Sprintf("expected %s, got %s", kindName(te.Type), te.Value)}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		sec, ok := idx[k]
+		if !ok {
+			return nil, unknownKey(path, k, idx)
 		}
-		return s, &Error{Path: path, Reason: err.Error()}
+		if err := sec.check(path, keys[k]); err != nil {
+			return nil, err
+		}
 	}
-	if err := validate(&s); err != nil {
-		err.Path = path
-		return s, err
+	return keys, nil
+}
+
+func unknownKey(path, k string, idx map[string]Section) *Error {
+	known := make([]string, 0, len(idx))
+	for n := range idx {
+		known = append(known, n)
 	}
-	return s, nil
+	sort.Strings(known)
+	reason := "unknown key"
+	if s := suggest(k, known); s != "" {
+		reason += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return &Error{Path: path, Key: k, Reason: reason}
 }
 
 func describeSyntax(b []byte, err error) string {
@@ -195,258 +258,160 @@ func describeSyntax(b []byte, err error) string {
 	return err.Error()
 }
 
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int64, reflect.Float64:
-		return "a number"
-	case reflect.Slice:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return t.String()
+// Config is the validated, immutable configuration of one project: the
+// layers in force, in order. Capabilities read their part through their
+// [Key]; each read decodes afresh, so no reader can change what another
+// sees. A Config is safe for concurrent use.
+type Config struct {
+	project  string
+	trusted  bool
+	files    []File
+	ignored  []File
+	warnings []string
+	schema   map[string]Section
 }
 
-// checkKeys reports the first key that no field of t accepts.
-func checkKeys(v any, t reflect.Type, path string) *Error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil // type errors are reported by Unmarshal
+// Project is the project directory the configuration was loaded for (""
+// when none: only the user's layers and flags).
+func (c *Config) Project() string { return c.project }
+
+// Trusted reports whether the project's own layers apply (the user trusts
+// the project). It also says whether the project's other configuration
+// (hooks, MCP servers) may take effect.
+func (c *Config) Trusted() bool { return c.trusted }
+
+// Files returns the layers in force, lowest first.
+func (c *Config) Files() []File { return slices.Clone(c.files) }
+
+// Ignored returns the project layers the trust filter dropped.
+func (c *Config) Ignored() []File { return slices.Clone(c.ignored) }
+
+// Warnings are what the layer policies stripped ("a project cannot choose
+// bypassPermissions"), for the front door to show.
+func (c *Config) Warnings() []string { return slices.Clone(c.warnings) }
+
+// With returns a copy with more layers on top (validated like flags): a
+// front door adds what its user chose for one session.
+func (c *Config) With(files ...File) (*Config, error) {
+	out := *c
+	out.files = slices.Clone(c.files)
+	out.warnings = slices.Clone(c.warnings)
+	from := len(out.files)
+	for _, f := range files {
+		if err := out.check(f); err != nil {
+			return nil, err
 		}
-		fields := map[string]reflect.StructField{}
-		var names []string
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("json"), ",")[0]
-			if name == "" || name == "-" {
+		out.files = append(out.files, f)
+	}
+	if err := out.applyPolicies(from); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// check validates a layer built in code (a flag) against the schema.
+func (c *Config) check(f File) error {
+	names := f.Keys()
+	for _, k := range names {
+		sec, ok := c.schema[k]
+		if !ok {
+			return unknownKey(f.Path, k, c.schema)
+		}
+		if err := sec.check(f.Path, f.keys[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyPolicies lets each key strip what a layer may not choose, in the
+// layers from index from on.
+func (c *Config) applyPolicies(from int) error {
+	var warnings []string
+	for i := from; i < len(c.files); i++ {
+		f := c.files[i]
+		for _, k := range f.Keys() {
+			sec, ok := c.schema[k]
+			if !ok {
 				continue
 			}
-			fields[name] = f
-			names = append(names, name)
-		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			f, ok := fields[k]
-			p := join(path, k)
-			if !ok {
-				reason := "unknown key"
-				if s := suggest(k, names); s != "" {
-					reason += fmt.Sprintf(" (did you mean %q?)", s)
-				}
-				return &Error{Key: p, Reason: reason}
-			}
-			if err := checkKeys(obj[k], f.Type, p); err != nil {
+			raw, warn, err := sec.police(f, f.keys[k])
+			if err != nil {
 				return err
 			}
-		}
-	case reflect.Map:
-		if t.Elem() == reflect.TypeOf(json.RawMessage(nil)) {
-			return nil
-		}
-		if obj, ok := v.(map[string]any); ok {
-			for k, x := range obj {
-				if err := checkKeys(x, t.Elem(), join(path, k)); err != nil {
-					return err
-				}
+			if warn == "" {
+				continue
 			}
-		}
-	case reflect.Slice:
-		if arr, ok := v.([]any); ok {
-			for i, x := range arr {
-				if err := checkKeys(x, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-					return err
-				}
+			warnings = append(warnings, warn)
+			keys := make(map[string]json.RawMessage, len(f.keys))
+			for kk, v := range f.keys {
+				keys[kk] = v
 			}
+			if raw == nil {
+				delete(keys, k)
+			} else {
+				keys[k] = raw
+			}
+			c.files[i].keys = keys
+			f = c.files[i]
 		}
 	}
+	c.warnings = append(c.warnings, warnings...)
 	return nil
 }
 
-func join(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
+// Empty is a configuration with no layers: every key reads as its zero
+// value (embedders and tests that configure capabilities in code).
+func Empty() *Config { return &Config{schema: map[string]Section{}} }
 
-// suggest returns the closest known key within a small edit distance.
-func suggest(k string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := distance(strings.ToLower(k), strings.ToLower(n)); d < bestD {
-			best, bestD = n, d
+// From builds a configuration from layers built in code (tests, embedders
+// that keep settings elsewhere), validated against schema, as if they had
+// been read from files.
+func From(schema Schema, trusted bool, files ...File) (*Config, error) {
+	idx, err := schema.index()
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{schema: idx, trusted: trusted}
+	for _, f := range files {
+		if f.Layer.Project() && !trusted {
+			c.ignored = append(c.ignored, f)
+			continue
 		}
-	}
-	return best
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		if err := c.check(f); err != nil {
+			return nil, err
 		}
-		prev = cur
+		c.files = append(c.files, f)
 	}
-	return prev[len(b)]
+	if err := c.applyPolicies(0); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-// Plugins are the optional plugins "enabledPlugins" can switch off.
-var Plugins = []string{"web", "mcp", "subagents", "hooks"}
-
-// Stores are the session stores "sessionStore" can name.
-var Stores = []string{"jsonl", "sqlite"}
-
-// Modes are the permission modes.
-var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
-
-func validate(s *Settings) *Error {
-	if m := s.Permissions.DefaultMode; m != "" && !contains(Modes, m) {
-		return &Error{Key: "permissions.defaultMode", Reason: fmt.Sprintf("unknown mode %q (want one of %s)", m, strings.Join(Modes, ", "))}
+// Parse decodes one layer's JSON text (a settings file's contents), for
+// [From].
+func Parse(schema Schema, layer Layer, path string, text []byte) (File, error) {
+	idx, err := schema.index()
+	if err != nil {
+		return File{}, err
 	}
-	for name := range s.EnabledPlugins {
-		if !contains(Plugins, name) {
-			return &Error{Key: "enabledPlugins." + name, Reason: fmt.Sprintf("unknown plugin (known: %s)", strings.Join(Plugins, ", "))}
-		}
+	keys, err := decodeFile(idx, path, text)
+	if err != nil {
+		return File{}, err
 	}
-	if st := s.SessionStore; st != "" && !contains(Stores, st) {
-		return &Error{Key: "sessionStore", Reason: fmt.Sprintf("unknown session store %q (want one of %s)", st, strings.Join(Stores, ", "))}
-	}
-	if s.MaxSteps < 0 {
-		return &Error{Key: "maxSteps", Reason: "must not be negative"}
-	}
-	for name, p := range s.Providers {
-		if p.Type != "" && p.Type != providers.TypeOpenAI && p.Type != providers.TypeAnthropic {
-			return &Error{Key: "providers." + name + ".type", Reason: fmt.Sprintf("unknown provider type %q (want openai or anthropic)", p.Type)}
-		}
-	}
-	return nil
+	return File{Layer: layer, Path: path, keys: keys}, nil
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
+// Describe renders the configuration for diagnostics: each layer in
+// force with its keys, and the project layers the trust filter dropped.
+func (c *Config) Describe() []string {
+	var out []string
+	for _, f := range c.files {
+		out = append(out, fmt.Sprintf("%s %s: %s", f.Layer, f.Path, strings.Join(f.Keys(), ", ")))
 	}
-	return false
-}
-
-// Merge overlays b on a: scalars in b win when set, maps merge by key, rule
-// lists concatenate.
-func Merge(a, b Settings) Settings {
-	if b.Model != "" {
-		a.Model = b.Model
+	for _, f := range c.ignored {
+		out = append(out, fmt.Sprintf("%s %s: ignored until you trust the project", f.Layer, f.Path))
 	}
-	a.Providers = mergeMap(a.Providers, b.Providers)
-	a.Aliases = mergeMap(a.Aliases, b.Aliases)
-	a.Env = mergeMap(a.Env, b.Env)
-	a.EnabledPlugins = mergeMap(a.EnabledPlugins, b.EnabledPlugins)
-	a.MCPServers = mergeMap(a.MCPServers, b.MCPServers)
-	if a.Hooks == nil && b.Hooks != nil {
-		a.Hooks = map[string]json.RawMessage{}
-	}
-	for ev, raw := range b.Hooks {
-		a.Hooks[ev] = concatJSONArrays(a.Hooks[ev], raw)
-	}
-	if b.Permissions.DefaultMode != "" {
-		a.Permissions.DefaultMode = b.Permissions.DefaultMode
-	}
-	a.Permissions.Allow = append(a.Permissions.Allow, b.Permissions.Allow...)
-	a.Permissions.Ask = append(a.Permissions.Ask, b.Permissions.Ask...)
-	a.Permissions.Deny = append(a.Permissions.Deny, b.Permissions.Deny...)
-	a.Permissions.AdditionalDirectories = append(a.Permissions.AdditionalDirectories, b.Permissions.AdditionalDirectories...)
-	if b.SystemPrompt != "" {
-		a.SystemPrompt = joinText(a.SystemPrompt, b.SystemPrompt)
-	}
-	if b.MaxSteps != 0 {
-		a.MaxSteps = b.MaxSteps
-	}
-	if b.Compaction != (compact.Config{}) {
-		a.Compaction = b.Compaction
-	}
-	if b.Web != nil {
-		a.Web = b.Web
-	}
-	if b.SessionStore != "" {
-		a.SessionStore = b.SessionStore
-	}
-	return a
-}
-
-// SessionStore returns the session store the user chose ("jsonl" unless
-// set). Only the user's own files count (the user layer and --settings):
-// every session of the machine lives in one store, which a project must
-// not be able to move, so a project or local file that sets it gets a
-// warning instead.
-func SessionStore(sources []Source) (store string, warnings []string) {
-	store = "jsonl"
-	for _, src := range sources {
-		st := src.Settings.SessionStore
-		switch {
-		case st == "":
-		case src.Layer == LayerUser || src.Layer == LayerFlag:
-			store = st
-		default:
-			warnings = append(warnings, fmt.Sprintf("settings: ignoring sessionStore %q in %s: the session store is chosen in your user settings or --settings", st, src.Path))
-		}
-	}
-	return store, warnings
-}
-
-func joinText(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "\n\n" + b
-}
-
-func mergeMap[V any](a, b map[string]V) map[string]V {
-	if len(b) == 0 {
-		return a
-	}
-	out := make(map[string]V, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
-}
-
-// concatJSONArrays joins two JSON arrays (hook matcher lists); a non-array
-// b replaces a.
-func concatJSONArrays(a, b json.RawMessage) json.RawMessage {
-	var xa, xb []json.RawMessage
-	if json.Unmarshal(b, &xb) != nil {
-		return b
-	}
-	if len(a) > 0 && json.Unmarshal(a, &xa) != nil {
-		return b
-	}
-	out, _ := json.Marshal(append(xa, xb...))
 	return out
 }

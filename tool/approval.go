@@ -33,3 +33,9 @@ type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Approval, erro
 func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
 	return f(ctx, req)
 }
+
+// ReadFilter says which files a call may show: the returned function
+// reports whether path is withheld (nil: none is). The permission plugin
+// provides one (its deny rules on reading) for the search tools, whose
+// results would otherwise list files a read of them is refused.
+type ReadFilter func(ctx context.Context, call Call) func(path string) bool

@@ -42,6 +42,9 @@ type Config struct {
 	DefaultModel string `json:"defaultModel,omitempty"`
 	// Aliases maps short names to model references (or other aliases).
 	Aliases map[string]string `json:"aliases,omitempty"`
+	// Model is the model chosen on the command line (--model): it wins
+	// over $DSH_MODEL and DefaultModel.
+	Model string `json:"-"`
 }
 
 // ProviderConfig configures one provider.
@@ -461,13 +464,16 @@ func resolveAliases(in map[string]string) (map[string]string, error) {
 	return out, nil
 }
 
-// DefaultModel returns the model to use when none is given: $DSH_MODEL,
+// DefaultModel returns the model to use: the command line's (Model), else $DSH_MODEL,
 // else the settings' DefaultModel, else the first model of the first
 // enabled provider (deepseek, anthropic, openai, then custom providers by
 // name), else "".
 func DefaultModel(cfg Config, env func(string) string) string {
 	if env == nil {
 		env = os.Getenv
+	}
+	if cfg.Model != "" {
+		return cfg.Model
 	}
 	if m := strings.TrimSpace(env("DSH_MODEL")); m != "" {
 		return m

@@ -26,6 +26,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -265,4 +266,67 @@ func (s *Store) save(doc *document) error {
 		return fmt.Errorf("trust: writing %s: %w", s.Path, err)
 	}
 	return nil
+}
+
+// Policy decides whether a project's own configuration applies: the
+// settings pipeline's trust step, the same for every front door. A
+// directory with none of [ProjectFiles] has nothing to trust; otherwise
+// the user's earlier answer for exactly these files stands; failing that,
+// Grant (--trust) trusts and records, else Ask (an interactive run) asks
+// and records a yes.
+type Policy struct {
+	// Home is $DSH_HOME; the store is Home/trust.json.
+	Home string
+	// Grant trusts a project not trusted yet, and records it (--trust).
+	Grant bool
+	// Ask asks the user about a project (nil: never ask).
+	Ask func(project string) bool
+	// Ignored is told when a project's configuration stays ignored (nil:
+	// nobody is).
+	Ignored func(project string)
+}
+
+func (p Policy) store() *Store { return &Store{Path: filepath.Join(p.Home, DefaultFile)} }
+
+// Decide settles trust for project, asking and recording as the policy
+// says. Its signature is settings.Input.Trust's.
+func (p Policy) Decide(project string) (bool, error) {
+	ok, files, err := p.stored(project)
+	if err != nil {
+		return false, fmt.Errorf("trust: reading the trust list: %w", err)
+	}
+	if ok {
+		return true, nil
+	}
+	grant := p.Grant
+	if !grant && p.Ask != nil {
+		grant = p.Ask(project)
+	}
+	if !grant {
+		if p.Ignored != nil {
+			p.Ignored(project)
+		}
+		return false, nil
+	}
+	if err := p.store().Trust(project, files...); err != nil {
+		return false, fmt.Errorf("trust: recording trust: %w", err)
+	}
+	return true, nil
+}
+
+// Stored reports, without asking or recording, whether dir's own
+// configuration may apply: it has none, or the user trusted exactly these
+// files before (a session resumed from another directory).
+func (p Policy) Stored(dir string) bool {
+	ok, _, err := p.stored(dir)
+	return err == nil && ok
+}
+
+func (p Policy) stored(dir string) (bool, []string, error) {
+	files := ProjectFiles(dir)
+	if !slices.ContainsFunc(files, func(f string) bool { _, err := os.Stat(f); return err == nil }) {
+		return true, files, nil
+	}
+	ok, err := p.store().IsTrusted(dir, files...)
+	return ok, files, err
 }

@@ -304,18 +304,11 @@ func (u *ui) permissionsCmd(arg string) {
 		return
 	}
 	if p == nil {
-		var lines []string
-		if u.o.Permissions != nil {
-			lines = u.o.Permissions()
-		}
-		if len(lines) == 0 {
-			lines = []string{"permission mode: default (no permission layer is installed)"}
-		}
-		u.tr.Note(strings.Join(lines, "\n"))
+		u.tr.Note("permission mode: default (no permission layer is installed)")
 		return
 	}
 	var b strings.Builder
-	b.WriteString("permission mode: " + u.st.Bold(string(p.Mode())) + u.st.Dim("  (switch: /permissions mode <m> or shift-tab; modes: default, acceptEdits, plan, bypassPermissions)") + "\n")
+	b.WriteString("permission mode: " + u.st.Bold(string(p.Mode())) + u.st.Dim("  (switch: /permissions mode <m> or shift-tab; modes: "+permission.ModeNames()+")") + "\n")
 	var id string
 	if c := u.cur.Load(); c != nil {
 		id = string(c.sess.ID())
@@ -362,7 +355,7 @@ func (u *ui) permissionsCmd(arg string) {
 	u.tr.Note(b.String())
 }
 
-const permissionsUsage = "usage: /permissions [mode default|acceptEdits|plan|bypassPermissions | allow|ask|deny <rule> | remove <rule>]"
+var permissionsUsage = "usage: /permissions [mode " + strings.ReplaceAll(permission.ModeNames(), ", ", "|") + " | allow|ask|deny <rule> | remove <rule>]"
 
 // ruleCmd adds or removes a session rule of the current session: it is
 // recorded in the session's log, so a resumed session keeps it.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/hooks"
-	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 )
 
@@ -34,12 +33,7 @@ func TestRunClaudeHookFileApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startUIWith(t, func(o *app.Options) {
-		o.UserHome = userHome
-		c, err := permission.New(permission.Config{Cwd: o.Cwd, Home: userHome, Mode: permission.ModeBypass, ModeSource: permission.LayerCLI})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Permission = c
+		o.Site.UserHome = userHome
 	}, nil)
 	h.send("hello hook\r")
 	h.wait("› hello hook", "That was the whole loop", "✻ ")

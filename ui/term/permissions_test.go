@@ -7,16 +7,27 @@ import (
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
 )
 
-// withChecker installs a permission layer with rules from two files.
+// withChecker configures permission rules, each from the settings file
+// its Source names.
 func withChecker(t *testing.T, rules ...permission.Rule) func(*app.Options) {
 	return func(o *app.Options) {
-		c, err := permission.New(permission.Config{Cwd: o.Cwd, Home: o.Home, Rules: rules})
-		if err != nil {
-			t.Fatal(err)
+		var layers []settings.File
+		for _, r := range rules {
+			var s permission.Settings
+			switch r.Behavior {
+			case permission.Allow:
+				s.Allow = []string{r.Text}
+			case permission.Ask:
+				s.Ask = []string{r.Text}
+			case permission.Deny:
+				s.Deny = []string{r.Text}
+			}
+			layers = append(layers, permission.Key.In(settings.LayerUser, r.Source, s))
 		}
-		o.Permission = c
+		o.Config = testConfig(t, layers...)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/tool"
@@ -61,9 +62,6 @@ type Options struct {
 	NoColor bool
 	// Version is shown in the banner.
 	Version string
-	// Permissions describes the permission mode and rules for
-	// /permissions; nil shows a placeholder.
-	Permissions func() []string
 	// Cwd is the working directory shown in the status line (default: the
 	// session's).
 	Cwd string
@@ -896,7 +894,7 @@ func (u *ui) statusLine() string {
 		return u.st.Dim("  esc or ctrl-c to interrupt · enter to steer")
 	}
 	parts := []string{u.modelLabel()}
-	if m := u.mode(); m != "" && m != "default" {
+	if m := u.mode(); m != "" && m != string(permission.ModeDefault) {
 		parts = append(parts, u.st.Warn("⏵⏵ "+m)+u.st.Dim(" (shift-tab)"))
 	}
 	if u.tr.Turns > 0 {

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -59,7 +62,12 @@ func startUIWith(t *testing.T, opts func(*app.Options), setup func(*app.App)) *h
 	home, cwd := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	o := app.Options{Home: home, Cwd: cwd, Model: "demo", NoSync: true, Env: func(string) string { return "" }}
+	// Without a test's own permission settings everything runs, as the
+	// rendering tests expect.
+	o := app.Options{
+		Config: testConfig(t, permission.Key.Flag("--permission-mode", permission.Settings{DefaultMode: string(permission.ModeBypass)})),
+		Site:   core.Site{Home: home, Cwd: cwd, NoSync: true, Getenv: func(string) string { return "" }},
+	}
 	if opts != nil {
 		opts(&o)
 	}
@@ -356,13 +364,7 @@ func TestScreenFrame(t *testing.T) {
 }
 
 func TestRunWithPermissionLayer(t *testing.T) {
-	h := startUIWith(t, func(o *app.Options) {
-		c, err := permission.New(permission.Config{Cwd: o.Cwd, Home: o.Home})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Permission = c
-	}, nil)
+	h := startUIWith(t, func(o *app.Options) { o.Config = testConfig(t) }, nil)
 	h.send("go\r")
 	h.wait("? Allow Bash ls -la | head -n 20", "[a] allow for this session")
 	h.send("a")
@@ -383,4 +385,14 @@ func TestRunWithPermissionLayer(t *testing.T) {
 	h.send("/permissions mode nope\r")
 	h.wait(`unknown mode "nope"`)
 	h.exit()
+}
+
+// testConfig is a configuration of the demo model and the given layers.
+func testConfig(t *testing.T, layers ...settings.File) *settings.Config {
+	t.Helper()
+	c, err := settings.From(app.Schema(), true, append([]settings.File{providers.ModelKey.Flag("--model", "demo")}, layers...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

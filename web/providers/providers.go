@@ -62,9 +62,20 @@ type Config struct {
 	Service web.Options
 }
 
+// Settings is the "web" key of the settings files. A higher layer that
+// sets it replaces a lower one's whole value.
+type Settings struct {
+	AllowPrivateNetworks bool   `json:"allowPrivateNetworks,omitempty"`
+	SearchProvider       string `json:"searchProvider,omitempty"`
+	FetchProvider        string `json:"fetchProvider,omitempty"`
+}
+
+// Key is the web capability's settings key.
+var Key = settings.Key[*Settings]{Name: "web"}
+
 // FromSettings returns the Config of a settings web section (nil: the
 // defaults).
-func FromSettings(w *settings.Web) Config {
+func FromSettings(w *Settings) Config {
 	if w == nil {
 		return Config{}
 	}

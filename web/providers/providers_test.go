@@ -11,7 +11,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshq/dsh/llm"
-	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/web"
 )
 
@@ -88,7 +87,7 @@ func TestSettingsReachTheFetcher(t *testing.T) {
 	if llm.CodeOf(err) != web.CodeBlocked {
 		t.Fatalf("loopback by default: %v", err)
 	}
-	svc = build(t, FromSettings(&settings.Web{AllowPrivateNetworks: true, FetchProvider: "local"}), nil)
+	svc = build(t, FromSettings(&Settings{AllowPrivateNetworks: true, FetchProvider: "local"}), nil)
 	r, err := svc.Fetch(ctx, web.FetchRequest{URL: srv.URL})
 	if err != nil || r.Content != "dev server" || r.Provider != "local" {
 		t.Fatalf("allowed: %+v %v", r, err)

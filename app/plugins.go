@@ -1,0 +1,203 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/dshq/dsh/compact"
+	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/doctor"
+	"github.com/dshq/dsh/hooks"
+	"github.com/dshq/dsh/hooks/transcript"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/llm/providers"
+	"github.com/dshq/dsh/mcp"
+	"github.com/dshq/dsh/permission"
+	"github.com/dshq/dsh/prompt"
+	"github.com/dshq/dsh/settings"
+	"github.com/dshq/dsh/store/backends"
+	"github.com/dshq/dsh/tools"
+	"github.com/dshq/dsh/tools/task"
+	"github.com/dshq/dsh/tools/webtool"
+	webproviders "github.com/dshq/dsh/web/providers"
+)
+
+// Plugins is dsh's application: every capability, in the order it is
+// installed. Each entry builds its plugin from the configuration through
+// the capability's own constructor and config type.
+//
+// The order is part of the design, and [core.CheckOrder] enforces what the
+// entries declare: a plugin comes after every plugin it Needs (it uses what
+// they provide when it installs) and after the optional plugins it runs
+// After (it uses them when they are on). TestPluginOrder fails when an entry
+// is moved before one it needs, and when a declared need is not real.
+//
+//   - doctor first: capabilities add their health checks to its registry.
+//   - store next: every session created from here on is persisted, and
+//     the coordinator is the agents' loader.
+//   - models before anything that names the model (hooks stamp it on
+//     payloads).
+//   - compaction before the tools: the todo list is restated after a
+//     summary swallowed it.
+//   - tools, web, MCP and subagents register tools in the order the model
+//     sees them.
+//   - hooks after the tools (they run commands on the local shell) and
+//     after compaction and subagents (PreCompact, subagent start and end).
+//   - permission last: its guard and pre-execute listener are prepended
+//     when it installs, so being installed after hooks and MCP (which
+//     prepend theirs too) makes it outermost. Hooks and plugins decide
+//     first; it keeps the stricter verdict, and only an explicit hook
+//     "allow" answers its ask.
+//
+// Optional plugins can be switched off with the settings key
+// "enabledPlugins".
+func Plugins() []core.Spec {
+	return []core.Spec{
+		{
+			Name: "doctor", Doc: "the registry of health checks capabilities report to (dsh doctor)",
+			New: func(*settings.Config) core.Plugin { return doctor.Plugin() },
+		},
+		{
+			Name: "store", Doc: "the session store under $DSH_HOME and the coordinator mirroring live sessions into it",
+			Settings: settings.Schema{backends.Key},
+			New: func(c *settings.Config) core.Plugin {
+				return backends.Plugin(backends.Config{Store: backends.Chosen(c)})
+			},
+		},
+		{
+			Name: "models", Doc: "model adapters from the providers settings and API keys, aliases, the offline demo, the default model",
+			Settings: providers.Keys,
+			New:      func(c *settings.Config) core.Plugin { return providers.Plugin(providers.FromSettings(c)) },
+		},
+		{
+			Name: "prompt", Doc: "the base system prompt: identity and environment",
+			New: func(*settings.Config) core.Plugin { return basePrompt },
+		},
+		{
+			Name: "compaction", Doc: "automatic context compaction before each step, and /compact",
+			Settings: settings.Schema{compact.Settings},
+			New:      func(c *settings.Config) core.Plugin { return compact.Plugin(compact.Settings.Get(c)) },
+		},
+		{
+			Name: "tools", Doc: "bash, read, write, edit, glob, grep, ls, todo_write", After: []string{"compaction"},
+			New: func(c *settings.Config) core.Plugin {
+				return tools.Plugin(tools.Config{Env: EnvKey.Get(c), ScrubEnv: providers.SecretEnvNames(providers.FromSettings(c))})
+			},
+		},
+		{
+			Name: "web", Doc: "web_fetch, and web_search when a search provider is available", Optional: true,
+			Settings: settings.Schema{webproviders.Key},
+			New: func(c *settings.Config) core.Plugin {
+				return webtool.Plugin(webtool.PluginConfig{Config: webproviders.FromSettings(webproviders.Key.Get(c)), Env: EnvKey.Get(c)})
+			},
+		},
+		{
+			Name: "mcp", Doc: "the MCP client: configured servers' tools as mcp__<server>__<tool>", Optional: true,
+			Needs:    []string{"doctor"},
+			Settings: settings.Schema{mcp.Key},
+			New: func(c *settings.Config) core.Plugin {
+				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c)})
+			},
+		},
+		{
+			Name: "subagents", Doc: "the subagent service and the task and fork tools, with custom agents", Optional: true,
+			New: func(*settings.Config) core.Plugin { return task.Plugin() },
+		},
+		{
+			Name: "transcripts", Doc: "a Claude Code-format transcript of every session (hooks' transcript_path)",
+			New: func(*settings.Config) core.Plugin { return transcript.Plugin() },
+		},
+		{
+			Name: "hooks", Doc: "Claude Code and Codex hook files, and the hooks setting", Optional: true,
+			Needs: []string{"doctor", "models", "tools", "transcripts"}, After: []string{"compaction", "subagents"},
+			Settings: settings.Schema{hooks.Key},
+			New: func(c *settings.Config) core.Plugin {
+				return hooks.Plugin(hooks.PluginConfig{Settings: c, Env: EnvKey.Get(c)})
+			},
+		},
+		{
+			Name: "permission", Doc: "permission modes and rules, outermost on tools/pre-execute; exit_plan_mode",
+			After:    []string{"tools", "web", "mcp", "subagents", "hooks"},
+			Settings: settings.Schema{permission.Key},
+			New:      func(c *settings.Config) core.Plugin { return permission.Plugin(permission.FromSettings(c)) },
+		},
+	}
+}
+
+// The application's own settings keys: what no single capability owns.
+var (
+	// EnvKey is "env": variables added to the environment of commands,
+	// hooks, MCP servers and web providers; merged by name.
+	EnvKey = settings.Key[map[string]string]{Name: "env", Merge: settings.MergeMaps[map[string]string]}
+	// SystemPromptKey is "appendSystemPrompt": text appended to every
+	// agent's system prompt (--append-system-prompt adds to it); the
+	// layers' texts are joined.
+	SystemPromptKey = settings.Key[string]{Name: "appendSystemPrompt", Merge: settings.JoinText}
+	// MaxStepsKey is "maxSteps": the most model calls one turn may make (0:
+	// no limit). --max-turns sets it on the command line.
+	MaxStepsKey = settings.Key[int]{Name: "maxSteps", Merge: settings.Latest[int], Validate: func(n int) error {
+		if n < 0 {
+			return fmt.Errorf("must not be negative")
+		}
+		return nil
+	}}
+	// EnabledPluginsKey is "enabledPlugins": optional plugins switched on or
+	// off by name (default on).
+	EnabledPluginsKey = settings.Key[map[string]bool]{Name: "enabledPlugins", Merge: settings.MergeMaps[map[string]bool], Validate: func(m map[string]bool) error {
+		known := OptionalPlugins()
+		for name := range m {
+			if !slices.Contains(known, name) {
+				return settings.Invalid(name, "unknown plugin (known: %s)", strings.Join(known, ", "))
+			}
+		}
+		return nil
+	}}
+)
+
+// OptionalPlugins names the plugins "enabledPlugins" can switch off.
+func OptionalPlugins() []string {
+	var out []string
+	for _, s := range Plugins() {
+		if s.Optional {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// Schema is every settings key dsh reads: the application's own and its
+// plugins'. Front doors pass it to [settings.Load].
+func Schema() settings.Schema {
+	return append(settings.Schema{EnvKey, SystemPromptKey, MaxStepsKey, EnabledPluginsKey}, core.Schema(Plugins())...)
+}
+
+// enabled reports whether the configuration leaves an optional plugin on.
+func enabled(c *settings.Config) func(string) bool {
+	m := EnabledPluginsKey.Get(c)
+	return func(name string) bool {
+		on, set := m[name]
+		return !set || on
+	}
+}
+
+const identity = `You are dsh, a coding agent working in the user's repository through tools.
+Work in small verified steps: read before you edit, run the tests or the command that proves a change, and say plainly what you did not do.
+Prefer the dedicated tools (read, edit, write, glob, grep, ls) over shell equivalents; use bash for builds, tests and git.
+Keep answers short; use Markdown for code.`
+
+// basePrompt is the system prompt every agent starts from: who it is and
+// where it runs.
+func basePrompt(_ context.Context, h *core.Host, scope *kernel.Scope) error {
+	return scope.Effect(func(record func(func() error)) error {
+		add := func(d func()) { record(func() error { d(); return nil }) }
+		add(h.Prompt.Section(prompt.Section{Name: "identity", Order: 0, Text: identity}))
+		add(h.Prompt.Section(prompt.Section{Name: "environment", Order: 10, Dynamic: func(context.Context) string {
+			return fmt.Sprintf("Environment: working directory %s; platform %s/%s; today is %s.",
+				h.Site.Cwd, runtime.GOOS, runtime.GOARCH, h.Now().Format("2006-01-02"))
+		}}))
+		return nil
+	})
+}

@@ -1,0 +1,64 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/doctor"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/settings"
+)
+
+// PluginConfig configures the MCP plugin.
+type PluginConfig struct {
+	// Settings are the layers "mcpServers" is read from (see
+	// [Configured]); nil configures no server.
+	Settings *settings.Config
+	// Env is the settings "env", added to every stdio server's
+	// environment.
+	Env map[string]string
+}
+
+// Plugin is the MCP client capability: one [Manager] for the configured
+// servers of the site's working directory, provided to later plugins and
+// front doors (ACP sessions add their own servers to it), with its servers'
+// states in the doctor registry. Servers start
+// lazily; misconfigured ones are skipped with a warning in the log.
+func Plugin(cfg PluginConfig) core.Plugin {
+	return func(ctx context.Context, h *core.Host, scope *kernel.Scope) error {
+		checks, err := core.Need[*doctor.Registry](h)
+		if err != nil {
+			return err
+		}
+		environ := os.Environ()
+		for k, v := range cfg.Env {
+			environ = append(environ, k+"="+v)
+		}
+		log := h.Logger.With("component", "mcp")
+		m, err := New(Options{
+			Tools: h.Tools, Prompt: h.Prompt, Home: h.Site.Home, Cwd: h.Site.Cwd, Trusted: h.Site.TrustedDir,
+			Env:     func(k string) (string, bool) { v := h.Site.Env(k); return v, v != "" },
+			Environ: environ,
+			Logger:  log,
+		})
+		if err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		if err := scope.Defer(m.Close); err != nil {
+			return err
+		}
+		if err := scope.Add(checks.Add("mcp", func(context.Context) []doctor.Finding { return m.Findings() })); err != nil {
+			return err
+		}
+		servers, err := Configured(cfg.Settings, h.Site.Cwd)
+		if err != nil {
+			h.Logger.Warn("some MCP servers are misconfigured and were skipped", "err", err)
+		}
+		if err := m.Start(ctx, servers); err != nil {
+			h.Logger.Warn("some MCP servers could not be added", "err", err)
+		}
+		return core.Provide(h, scope, m)
+	}
+}

@@ -1,0 +1,98 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/settings"
+	"github.com/dshq/dsh/store"
+)
+
+// Names are the stores "sessionStore" can name.
+var Names = []string{JSONL, SQLite}
+
+// Key is "sessionStore": where sessions are stored, "jsonl" (the default,
+// one file per session) or "sqlite" (one database). Every session of the
+// machine lives in one store, which a project must not be able to move:
+// only the user's own layers (user settings, --settings, flags) choose
+// it; a project or local file that sets it gets a warning instead.
+var Key = settings.Key[string]{
+	Name:  "sessionStore",
+	Merge: settings.Latest[string],
+	Validate: func(name string) error {
+		if name != "" && !slices.Contains(Names, name) {
+			return fmt.Errorf("unknown session store %q (want one of %s)", name, strings.Join(Names, ", "))
+		}
+		return nil
+	},
+	Policy: func(layer settings.Layer, path, name string) (string, bool, string) {
+		if name == "" || !layer.Project() {
+			return name, true, ""
+		}
+		return "", false, fmt.Sprintf("settings: ignoring sessionStore %q in %s: the session store is chosen in your user settings or --settings", name, path)
+	},
+}
+
+// Chosen returns the store the configuration names ("jsonl" unless set).
+func Chosen(c *settings.Config) string {
+	if name := Key.Get(c); name != "" {
+		return name
+	}
+	return JSONL
+}
+
+// ErrOpen is returned when the session store cannot be opened (a full
+// disk, a damaged database): nothing could be saved, so nothing runs.
+var ErrOpen = errors.New("opening the session store")
+
+// openError is ErrOpen with its cause; like a configuration error it is
+// reported as it is, without the plugin's name.
+type openError struct{ err error }
+
+func (e *openError) Error() string   { return ErrOpen.Error() + ": " + e.err.Error() }
+func (e *openError) Unwrap() []error { return []error{ErrOpen, e.err} }
+
+// Config configures the persistence plugin.
+type Config struct {
+	// Store names the backend ("" is JSONL), opened under the site's home.
+	Store string
+}
+
+// Plugin is the persistence capability: the named store under the site's
+// home, a [store.Coordinator] mirroring every live session into it, set as
+// the agents' loader (resume, fork) and provided to front doors (listings,
+// --continue). A disposed agent's session is written out and released: its
+// lock and buffers go, so a long-running server does not accumulate them,
+// and another process may resume it.
+func Plugin(cfg Config) core.Plugin {
+	return func(_ context.Context, h *core.Host, scope *kernel.Scope) error {
+		backend, err := Open(h.Site.Home, cfg.Store, h.Site.NoSync)
+		if err != nil {
+			return &openError{err}
+		}
+		coord, err := store.Attach(scope, h.Sessions, backend, store.Options{Logf: func(f string, args ...any) {
+			h.Logger.Warn(fmt.Sprintf(f, args...))
+		}})
+		if err != nil {
+			return err
+		}
+		if err := scope.Add(h.Agents.SetLoader(coord)); err != nil {
+			return err
+		}
+		if err := scope.Add(h.Agents.Hub.Disposed.Listen(func(ctx context.Context, ag agent.Agent) error {
+			if err := coord.Release(context.WithoutCancel(ctx), ag.Session().ID()); err != nil {
+				h.Logger.Warn("releasing a session failed", "session", ag.Session().ID(), "err", err)
+			}
+			return nil
+		})); err != nil {
+			return err
+		}
+		return core.Provide(h, scope, coord)
+	}
+}
