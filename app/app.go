@@ -26,6 +26,7 @@ import (
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
+	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tool"
 )

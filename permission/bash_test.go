@@ -163,7 +163,11 @@ func TestBashCommandLines(t *testing.T) {
 		{line: "git diff > src/patch.diff", mode: ModeAcceptEdits, want: Allow},
 		{line: "echo x > " + e.outside + "/out.txt", mode: ModeAcceptEdits, want: Ask},
 		{line: "echo x > ../out.txt", mode: ModeAcceptEdits, want: Ask},
-		{line: "cd sub && echo x > out.txt", mode: ModeAcceptEdits, want: Ask},
+		// After cd sub, out.txt is sub/out.txt (or out.txt, if the cd
+		// fails): both in the workspace.
+		{line: "cd sub && echo x > out.txt", mode: ModeAcceptEdits, want: Allow},
+		{line: "cd .. && echo x > out.txt", mode: ModeAcceptEdits, want: Ask},
+		{line: "cd \"$D\" && echo x > out.txt", mode: ModeAcceptEdits, want: Ask},
 		{line: "echo x > .env", mode: ModeAcceptEdits, want: Deny},
 		{line: "make", mode: ModeAcceptEdits, want: Ask},
 		// bypassPermissions: deny and ask rules still hold.
