@@ -191,7 +191,18 @@ func (a *App) Latest(ctx context.Context) (session.ID, error) {
 
 // Hooks returns the hook bridges (Claude Code's, then Codex's), for
 // `dsh hooks test` and `replay`; none when the hooks plugin is off.
-func (a *App) Hooks() []*hooks.Bridge { return a.bridges }
+func (a *App) Hooks() []*hooks.Bridge {
+	if a.hooks == nil {
+		return nil
+	}
+	var out []*hooks.Bridge
+	for _, b := range []*hooks.Bridge{a.hooks.Claude, a.hooks.Codex} {
+		if b != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
 
 // SetEndReason records why an agent's session ends (clear, resume,
 // logout, prompt_input_exit) for its SessionEnd hooks; call it before

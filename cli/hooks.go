@@ -79,7 +79,7 @@ type hookRunOptions struct {
 func hookApp(ctx context.Context, stdio IO, o hookRunOptions) ([]*hooks.Bridge, func(), error) {
 	quiet := stdio
 	quiet.Interactive = false
-	a, done, err := setup(ctx, quiet, flags{settingsFile: o.settingsFile, trust: o.trust})
+	a, done, err := setup(ctx, quiet, flags{configFlags: configFlags{settingsFile: o.settingsFile, trust: o.trust}})
 	if err != nil {
 		return nil, nil, err
 	}
