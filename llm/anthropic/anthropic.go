@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -52,54 +51,28 @@ func (a *Adapter) wireModel(ref string) string {
 	return ref
 }
 
-var errStopped = errors.New("anthropic: consumer stopped")
-
 // Stream implements [llm.Adapter].
 func (a *Adapter) Stream(ctx context.Context, req *llm.Request) (llm.Stream, error) {
-	if a.cfg.APIKey == "" && a.cfg.APIKeyEnv != "" {
-		return nil, a.client.Errorf(llm.CodeAuth, "no API key: set %s", a.cfg.APIKeyEnv)
-	}
-	body, err := a.RequestBody(req)
+	body, err := a.client.Prepare(a.cfg.APIKey, a.cfg.APIKeyEnv, func() ([]byte, error) { return a.RequestBody(req) })
 	if err != nil {
-		if _, ok := llm.AsError(err); ok {
-			return nil, err
-		}
-		return nil, a.client.Errorf(llm.CodeBadRequest, "encoding the request: %v", err)
+		return nil, err
 	}
 	version := a.cfg.Version
 	if version == "" {
 		version = DefaultVersion
 	}
-	newReq := func(ctx context.Context) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		h := r.Header
-		h.Set("Content-Type", "application/json")
-		h.Set("Accept", "text/event-stream")
-		h.Set("Anthropic-Version", version)
-		ua := a.cfg.UserAgent
-		if ua == "" {
-			ua = "dsh"
-		}
-		h.Set("User-Agent", ua)
-		if a.cfg.APIKey != "" {
-			h.Set("X-Api-Key", a.cfg.APIKey)
-		}
-		for k, v := range a.cfg.Headers {
-			h.Set(k, v)
-		}
-		return r, nil
+	// The version is a default: a configured header of the same name wins.
+	headers := map[string]string{"Anthropic-Version": version}
+	for k, v := range a.cfg.Headers {
+		headers[http.CanonicalHeaderKey(k)] = v
 	}
-	return func(yield func(llm.Chunk, error) bool) {
-		d := &decoder{client: &a.client, yield: yield}
-		err := a.client.Do(ctx, newReq, d)
-		if err == nil || errors.Is(err, errStopped) {
-			return
-		}
-		yield(llm.Chunk{}, err)
-	}, nil
+	p := sse.Post{URL: a.url, Body: body, Headers: headers, UserAgent: a.cfg.UserAgent}
+	if a.cfg.APIKey != "" {
+		p.AuthHeader, p.AuthValue = "X-Api-Key", a.cfg.APIKey
+	}
+	return a.client.Stream(ctx, p, func(e sse.Emitter) sse.Decoder {
+		return &decoder{Emitter: e, client: &a.client}
+	}), nil
 }
 
 // ---- response decoding ----
@@ -116,7 +89,7 @@ type eventWire struct {
 	HasDelta bool
 	Usage    usageWire
 	HasUsage bool
-	Error    errorWire
+	Error    sse.ErrorEvent
 	HasError bool
 }
 
@@ -134,10 +107,6 @@ type usageWire struct {
 	HasInput, HasOutput, HasCacheRead, HasCacheWrite bool
 }
 
-type errorWire struct {
-	Type, Message string
-}
-
 type block struct {
 	wire   int // the provider's content index
 	typ    llm.BlockType
@@ -152,9 +121,8 @@ type block struct {
 }
 
 type decoder struct {
-	client  *sse.Client
-	yield   func(llm.Chunk, error) bool
-	emitted bool
+	sse.Emitter
+	client *sse.Client
 
 	blocks  []block // position == harness index (ignored ones excluded)
 	skipped []int   // wire indices of ignored blocks
@@ -168,22 +136,12 @@ type decoder struct {
 }
 
 func (d *decoder) Reset() {
-	d.emitted = false
+	d.ResetEmitted()
 	d.blocks = d.blocks[:0]
 	d.skipped = d.skipped[:0]
 	d.started = false
 	d.stop = ""
 	d.usage, d.hasUse = llm.Usage{}, false
-}
-
-func (d *decoder) Emitted() bool { return d.emitted }
-
-func (d *decoder) emit(c llm.Chunk) error {
-	d.emitted = true
-	if !d.yield(c, nil) {
-		return errStopped
-	}
-	return nil
 }
 
 func (d *decoder) find(wire int) int {
@@ -205,18 +163,10 @@ func (d *decoder) isSkipped(wire int) bool {
 }
 
 func (d *decoder) Event(ev *sse.Event) (bool, error) {
-	data := bytes.TrimSpace(ev.Data)
-	if len(data) == 0 {
-		return false, nil
+	if skip, err := d.client.EventData(ev, d.parse); skip || err != nil {
+		return false, err
 	}
 	w := &d.w
-	if err := d.parse(data); err != nil {
-		if ev.Partial {
-			return false, sse.Retryable(d.client.Errorf(llm.CodeStreamClosed,
-				"stream cut off in the middle of an event"), 0)
-		}
-		return false, d.client.Errorf(llm.CodeProtocol, "malformed JSON in stream event (%v): %s", err, clip(data))
-	}
 	typ := w.Type
 	if typ == "" {
 		typ = ev.Type
@@ -257,9 +207,9 @@ func (d *decoder) Event(ev *sse.Event) (bool, error) {
 		return true, d.end()
 	case "error":
 		if !w.HasError {
-			w.Error = errorWire{Type: "api_error", Message: "error event without details"}
+			w.Error = sse.ErrorEvent{Type: "api_error", Message: "error event without details"}
 		}
-		return false, d.streamError(&w.Error)
+		return false, d.client.StreamError(w.Error)
 	case "ping":
 	default:
 		// Unknown events are ignored, as the API's versioning policy asks.
@@ -306,20 +256,20 @@ func (d *decoder) blockStart(wire int, cb *contentBlockWire) error {
 	b.wire = wire
 	d.blocks = append(d.blocks, b)
 	i := len(d.blocks) - 1
-	if err := d.emit(llm.StartChunk(i, b.typ)); err != nil {
+	if err := d.Emit(llm.StartChunk(i, b.typ)); err != nil {
 		return err
 	}
 	switch b.typ {
 	case llm.BlockText:
 		if cb.Text != "" {
-			return d.emit(llm.TextChunk(i, cb.Text))
+			return d.Emit(llm.TextChunk(i, cb.Text))
 		}
 	case llm.BlockReasoning:
 		if cb.Thinking != "" || cb.Signature != "" {
-			return d.emit(llm.Chunk{Type: llm.ChunkReasoningDelta, Index: i, Text: cb.Thinking, Signature: cb.Signature})
+			return d.Emit(llm.Chunk{Type: llm.ChunkReasoningDelta, Index: i, Text: cb.Thinking, Signature: cb.Signature})
 		}
 	case llm.BlockToolCall:
-		return d.emit(llm.ToolDeltaChunk(i, llm.CallID(b.id), b.name, ""))
+		return d.Emit(llm.ToolDeltaChunk(i, llm.CallID(b.id), b.name, ""))
 	}
 	return nil
 }
@@ -342,26 +292,26 @@ func (d *decoder) blockDelta(wire int, dw *deltaWire) error {
 			return d.mismatch(wire, dw.Type)
 		}
 		b.buf = append(b.buf, dw.Text...)
-		return d.emit(llm.TextChunk(i, dw.Text))
+		return d.Emit(llm.TextChunk(i, dw.Text))
 	case "thinking_delta":
 		if b.typ != llm.BlockReasoning {
 			return d.mismatch(wire, dw.Type)
 		}
 		b.buf = append(b.buf, dw.Thinking...)
-		return d.emit(llm.ReasoningChunk(i, dw.Thinking))
+		return d.Emit(llm.ReasoningChunk(i, dw.Thinking))
 	case "signature_delta":
 		if b.typ != llm.BlockReasoning {
 			return d.mismatch(wire, dw.Type)
 		}
 		b.sig += dw.Signature
-		return d.emit(llm.Chunk{Type: llm.ChunkReasoningDelta, Index: i, Signature: b.sig})
+		return d.Emit(llm.Chunk{Type: llm.ChunkReasoningDelta, Index: i, Signature: b.sig})
 	case "input_json_delta":
 		if b.typ != llm.BlockToolCall {
 			return d.mismatch(wire, dw.Type)
 		}
 		b.deltas = true
 		b.buf = append(b.buf, dw.PartialJSON...)
-		return d.emit(llm.ToolDeltaChunk(i, llm.CallID(b.id), b.name, dw.PartialJSON))
+		return d.Emit(llm.ToolDeltaChunk(i, llm.CallID(b.id), b.name, dw.PartialJSON))
 	}
 	return nil // citations_delta and future delta types
 }
@@ -395,7 +345,7 @@ func (d *decoder) close(i int) error {
 		blk = llm.ToolCall(llm.CallID(b.id), b.name, args)
 	}
 	b.closed = true
-	return d.emit(llm.EndChunk(i, blk))
+	return d.Emit(llm.EndChunk(i, blk))
 }
 
 func compactInput(raw []byte) string {
@@ -430,25 +380,9 @@ func (d *decoder) end() error {
 		kind = llm.FinishStop
 	}
 	if d.hasUse {
-		if err := d.emit(llm.UsageChunk(d.usage)); err != nil {
+		if err := d.Emit(llm.UsageChunk(d.usage)); err != nil {
 			return err
 		}
 	}
-	return d.emit(llm.FinishChunk(kind))
-}
-
-func (d *decoder) streamError(e *errorWire) error {
-	code := sse.ClassifyError(e.Type, "", e.Message)
-	err := d.client.Errorf(code, "error in stream (%s): %s", e.Type, e.Message)
-	if code == llm.CodeServer || code == llm.CodeRateLimit {
-		return sse.Retryable(err, 0)
-	}
-	return err
-}
-
-func clip(b []byte) string {
-	if len(b) > 240 {
-		return string(b[:240]) + "…"
-	}
-	return string(b)
+	return d.Emit(llm.FinishChunk(kind))
 }

@@ -69,7 +69,7 @@ func (d *decoder) parse(data []byte) error {
 		case "error":
 			if !s.Null() {
 				w.HasError = true
-				err = parseError(s, &w.Error)
+				err = sse.ParseErrorEvent(s, &w.Error)
 			}
 		default:
 			err = s.Skip()
@@ -155,25 +155,6 @@ func parseUsage(s *sse.JSONScanner, u *usageWire) error {
 			u.CacheRead, u.HasCacheRead, err = s.OptInt()
 		case "cache_creation_input_tokens":
 			u.CacheWrite, u.HasCacheWrite, err = s.OptInt()
-		default:
-			err = s.Skip()
-		}
-		return err
-	})
-}
-
-func parseError(s *sse.JSONScanner, e *errorWire) error {
-	if s.Peek() == '"' {
-		var err error
-		e.Message, err = s.String()
-		return err
-	}
-	return s.Object(func(key []byte) (err error) {
-		switch string(key) {
-		case "type":
-			e.Type, err = s.OptString()
-		case "message":
-			e.Message, err = s.OptString()
 		default:
 			err = s.Skip()
 		}

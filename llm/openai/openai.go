@@ -9,9 +9,7 @@ package openai
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/sse"
@@ -44,9 +42,6 @@ func New(cfg Config) (*Adapter, error) {
 // Config returns the adapter's configuration.
 func (a *Adapter) Config() Config { return a.cfg }
 
-// errStopped ends the transport loop when the consumer stops iterating.
-var errStopped = errors.New("openai: consumer stopped")
-
 // Stream implements [llm.Adapter]. Errors found before any I/O (a missing
 // key, prefill, unusable tool schemas) are returned directly; everything
 // else ends the stream with an [*llm.Error].
@@ -54,45 +49,17 @@ func (a *Adapter) Stream(ctx context.Context, req *llm.Request) (llm.Stream, err
 	if len(req.Prefill) > 0 {
 		return nil, a.badRequest("prefill is not supported by the Chat Completions adapter")
 	}
-	if a.cfg.APIKey == "" && a.cfg.APIKeyEnv != "" {
-		return nil, a.client.Errorf(llm.CodeAuth, "no API key: set %s", a.cfg.APIKeyEnv)
-	}
-	body, err := a.RequestBody(req)
+	body, err := a.client.Prepare(a.cfg.APIKey, a.cfg.APIKeyEnv, func() ([]byte, error) { return a.RequestBody(req) })
 	if err != nil {
-		if _, ok := llm.AsError(err); ok {
-			return nil, err
-		}
-		return nil, a.badRequest("encoding the request: %v", err)
+		return nil, err
 	}
-	newReq := func(ctx context.Context) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		h := r.Header
-		h.Set("Content-Type", "application/json")
-		h.Set("Accept", "text/event-stream")
-		ua := a.cfg.UserAgent
-		if ua == "" {
-			ua = "dsh"
-		}
-		h.Set("User-Agent", ua)
-		if a.cfg.APIKey != "" {
-			h.Set("Authorization", "Bearer "+a.cfg.APIKey)
-		}
-		for k, v := range a.cfg.Headers {
-			h.Set(k, v)
-		}
-		return r, nil
+	p := sse.Post{URL: a.url, Body: body, Headers: a.cfg.Headers, UserAgent: a.cfg.UserAgent}
+	if a.cfg.APIKey != "" {
+		p.AuthHeader, p.AuthValue = "Authorization", "Bearer "+a.cfg.APIKey
 	}
-	return func(yield func(llm.Chunk, error) bool) {
-		d := &decoder{client: &a.client, yield: yield}
-		err := a.client.Do(ctx, newReq, d)
-		if err == nil || errors.Is(err, errStopped) {
-			return
-		}
-		yield(llm.Chunk{}, err)
-	}, nil
+	return a.client.Stream(ctx, p, func(e sse.Emitter) sse.Decoder {
+		return &decoder{Emitter: e, client: &a.client}
+	}), nil
 }
 
 // ---- response decoding ----
@@ -102,7 +69,7 @@ type chunkWire struct {
 	Choices  []choiceWire
 	Usage    usageWire
 	HasUsage bool
-	Error    *errorWire
+	Error    *sse.ErrorEvent
 }
 
 type choiceWire struct {
@@ -133,10 +100,6 @@ type usageWire struct {
 	HasCached, HasHit, HasMiss                      bool
 }
 
-type errorWire struct {
-	Message, Type, Code string
-}
-
 type block struct {
 	typ  llm.BlockType
 	wire int // tool_calls[].index
@@ -146,9 +109,8 @@ type block struct {
 }
 
 type decoder struct {
-	client  *sse.Client
-	yield   func(llm.Chunk, error) bool
-	emitted bool
+	sse.Emitter
+	client *sse.Client
 
 	blocks    []block // position == harness index
 	text      int
@@ -163,47 +125,29 @@ type decoder struct {
 }
 
 func (d *decoder) Reset() {
-	d.emitted = false
+	d.ResetEmitted()
 	d.blocks = d.blocks[:0]
 	d.text, d.reasoning = -1, -1
 	d.finish, d.refusal = "", false
 	d.usage, d.hasUsage = llm.Usage{}, false
 }
 
-func (d *decoder) Emitted() bool { return d.emitted }
-
-func (d *decoder) emit(c llm.Chunk) error {
-	d.emitted = true
-	if !d.yield(c, nil) {
-		return errStopped
-	}
-	return nil
-}
-
 func (d *decoder) open(t llm.BlockType) (int, error) {
 	d.blocks = append(d.blocks, block{typ: t})
 	i := len(d.blocks) - 1
-	return i, d.emit(llm.StartChunk(i, t))
+	return i, d.Emit(llm.StartChunk(i, t))
 }
 
 func (d *decoder) Event(ev *sse.Event) (bool, error) {
-	data := bytes.TrimSpace(ev.Data)
-	if len(data) == 0 {
-		return false, nil
-	}
-	if string(data) == "[DONE]" {
+	if string(bytes.TrimSpace(ev.Data)) == "[DONE]" {
 		return true, d.end()
 	}
-	w := &d.w
-	if err := d.parse(data); err != nil {
-		if ev.Partial {
-			return false, sse.Retryable(d.client.Errorf(llm.CodeStreamClosed,
-				"stream cut off in the middle of an event"), 0)
-		}
-		return false, d.client.Errorf(llm.CodeProtocol, "malformed JSON in stream event (%v): %s", err, clip(data))
+	if skip, err := d.client.EventData(ev, d.parse); skip || err != nil {
+		return false, err
 	}
+	w := &d.w
 	if w.Error != nil {
-		return false, d.streamError(w.Error)
+		return false, d.client.StreamError(*w.Error)
 	}
 	for i := range w.Choices {
 		ch := &w.Choices[i]
@@ -238,7 +182,7 @@ func (d *decoder) delta(dw *deltaWire) error {
 		}
 		b := &d.blocks[d.reasoning]
 		b.buf = append(b.buf, reasoning...)
-		if err := d.emit(llm.ReasoningChunk(d.reasoning, reasoning)); err != nil {
+		if err := d.Emit(llm.ReasoningChunk(d.reasoning, reasoning)); err != nil {
 			return err
 		}
 	}
@@ -257,7 +201,7 @@ func (d *decoder) delta(dw *deltaWire) error {
 		}
 		b := &d.blocks[d.text]
 		b.buf = append(b.buf, content...)
-		if err := d.emit(llm.TextChunk(d.text, content)); err != nil {
+		if err := d.Emit(llm.TextChunk(d.text, content)); err != nil {
 			return err
 		}
 	}
@@ -283,7 +227,7 @@ func (d *decoder) delta(dw *deltaWire) error {
 			b.name = tc.Name
 		}
 		b.buf = append(b.buf, tc.Arguments...)
-		if err := d.emit(llm.ToolDeltaChunk(idx, llm.CallID(b.id), b.name, tc.Arguments)); err != nil {
+		if err := d.Emit(llm.ToolDeltaChunk(idx, llm.CallID(b.id), b.name, tc.Arguments)); err != nil {
 			return err
 		}
 	}
@@ -355,40 +299,16 @@ func (d *decoder) end() error {
 		default:
 			blk = llm.Block{Type: b.typ, Text: string(b.buf)}
 		}
-		if err := d.emit(llm.EndChunk(i, blk)); err != nil {
+		if err := d.Emit(llm.EndChunk(i, blk)); err != nil {
 			return err
 		}
 	}
 	if d.hasUsage {
-		if err := d.emit(llm.UsageChunk(d.usage)); err != nil {
+		if err := d.Emit(llm.UsageChunk(d.usage)); err != nil {
 			return err
 		}
 	}
-	return d.emit(llm.FinishChunk(kind))
-}
-
-func (d *decoder) streamError(e *errorWire) error {
-	c := sse.ClassifyError(e.Type, e.Code, e.Message)
-	detail := e.Type
-	if detail == "" {
-		detail = e.Code
-	}
-	msg := e.Message
-	if msg == "" {
-		msg = "(no message)"
-	}
-	err := d.client.Errorf(c, "error in stream (%s): %s", orDash(detail), msg)
-	if c == llm.CodeServer || c == llm.CodeRateLimit {
-		return sse.Retryable(err, 0)
-	}
-	return err
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return d.Emit(llm.FinishChunk(kind))
 }
 
 func mapUsage(u *usageWire) llm.Usage {
@@ -407,11 +327,4 @@ func mapUsage(u *usageWire) llm.Usage {
 	out.InputTokens = max(prompt-cached, 0)
 	out.CacheReadTokens = max(cached, 0)
 	return out
-}
-
-func clip(b []byte) string {
-	if len(b) > 240 {
-		return string(b[:240]) + "…"
-	}
-	return string(b)
 }

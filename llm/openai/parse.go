@@ -22,8 +22,8 @@ func (d *decoder) parse(data []byte) error {
 			}
 		case "error":
 			if !s.Null() {
-				d.w.Error = &errorWire{}
-				err = parseError(s, d.w.Error)
+				d.w.Error = &sse.ErrorEvent{}
+				err = sse.ParseErrorEvent(s, d.w.Error)
 			}
 		default:
 			err = s.Skip()
@@ -172,27 +172,6 @@ func subInt(s *sse.JSONScanner, name string, dst *int, set *bool) error {
 		*dst, has, err = s.OptInt()
 		if set != nil {
 			*set = has
-		}
-		return err
-	})
-}
-
-func parseError(s *sse.JSONScanner, e *errorWire) error {
-	if s.Peek() == '"' {
-		var err error
-		e.Message, err = s.String()
-		return err
-	}
-	return s.Object(func(key []byte) (err error) {
-		switch string(key) {
-		case "message":
-			e.Message, err = s.OptString()
-		case "type":
-			e.Type, err = s.OptString()
-		case "code":
-			e.Code, err = stringOrRaw(s)
-		default:
-			err = s.Skip()
 		}
 		return err
 	})
