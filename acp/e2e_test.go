@@ -386,16 +386,19 @@ func TestStdoutPurityAndErrors(t *testing.T) {
 	}
 	model := acptest.New(
 		acptest.Tool("noisy", "bash", map[string]any{
-			// The command writes straight into dsh's own fd 1 and 2.
-			"command":     "echo NOISE-TO-DSH-STDOUT > /proc/$PPID/fd/1; echo NOISE-TO-DSH-STDERR > /proc/$PPID/fd/2; echo tool output",
+			// The command writes straight into dsh's own fd 1 and 2 (dsh
+			// is its parent's parent: the sandbox helper is in between).
+			"command":     "D=$(awk '{print $4}' /proc/$PPID/stat); echo NOISE-TO-DSH-STDOUT > /proc/$D/fd/1; echo NOISE-TO-DSH-STDERR > /proc/$D/fd/2; echo tool output",
 			"description": "make noise",
 		}),
 		acptest.Text("done"),
 	)
 	defer model.Close()
 	e := newE2E(t, model)
-	// Hooks that print, in the settings dsh reads for this user.
-	_ = os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"hooks":{"PreToolUse":[{"matcher":"","hooks":[{"type":"command","command":"echo HOOK-STDOUT; echo HOOK-STDERR >&2"}]}]}}`), 0o644)
+	// Hooks that print, in the settings dsh reads for this user. The
+	// command runs outside the sandbox: inside it, dsh's descriptors are
+	// out of reach, which is the sandbox's point, not this test's.
+	_ = os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(`{"sandbox":{"mode":"danger-full-access"},"hooks":{"PreToolUse":[{"matcher":"","hooks":[{"type":"command","command":"echo HOOK-STDOUT; echo HOOK-STDERR >&2"}]}]}}`), 0o644)
 	r := e.raw("--permission-mode", "bypassPermissions")
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
 	r.response(1)

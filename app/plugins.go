@@ -17,6 +17,7 @@ import (
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/prompt"
+	sbplugin "github.com/dshq/dsh/sandbox/plugin"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/tools"
@@ -42,6 +43,8 @@ import (
 //     payloads).
 //   - compaction before the tools: the todo list is restated after a
 //     summary swallowed it.
+//   - sandbox before the tools: the shell executor runs commands through
+//     it, and the permission layer asks it which calls it confines.
 //   - tools, web, MCP and subagents register tools in the order the model
 //     sees them.
 //   - hooks after the tools (they run commands on the local shell) and
@@ -82,7 +85,15 @@ func Plugins() []core.Spec {
 			New:      func(c *settings.Config) core.Plugin { return compact.Plugin(compact.Settings.Get(c)) },
 		},
 		{
-			Name: "tools", Doc: "bash, read, write, edit, glob, grep, ls, todo_write", After: []string{"compaction"},
+			Name: "sandbox", Doc: "the kernel sandbox bash commands run in (namespaces, Landlock, seccomp, the filtering proxy), and which calls it confines",
+			Optional: true,
+			Settings: settings.Schema{sbplugin.Key},
+			New: func(c *settings.Config) core.Plugin {
+				return sbplugin.Plugin(sbplugin.Config{Config: sbplugin.Key.Get(c)})
+			},
+		},
+		{
+			Name: "tools", Doc: "bash, read, write, edit, glob, grep, ls, todo_write", After: []string{"compaction", "sandbox"},
 			New: func(c *settings.Config) core.Plugin {
 				return tools.Plugin(tools.Config{Env: EnvKey.Get(c), ScrubEnv: providers.SecretEnvNames(providers.FromSettings(c))})
 			},
@@ -120,7 +131,7 @@ func Plugins() []core.Spec {
 		},
 		{
 			Name: "permission", Doc: "permission modes and rules, outermost on tools/pre-execute; exit_plan_mode",
-			After:    []string{"tools", "web", "mcp", "subagents", "hooks"},
+			After:    []string{"sandbox", "tools", "web", "mcp", "subagents", "hooks"},
 			Settings: settings.Schema{permission.Key},
 			New:      func(c *settings.Config) core.Plugin { return permission.Plugin(permission.FromSettings(c)) },
 		},

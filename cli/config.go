@@ -12,6 +12,7 @@ import (
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/permission/trust"
+	sbplugin "github.com/dshq/dsh/sandbox/plugin"
 	"github.com/dshq/dsh/settings"
 )
 
@@ -29,6 +30,7 @@ type configFlags struct {
 	addDirs            []string
 	trust              bool
 	verbose            bool
+	sandbox            string
 }
 
 // register adds the flags to fl; acp says which front door they serve.
@@ -49,6 +51,7 @@ func (f *configFlags) register(fl *pflag.FlagSet, acp bool) {
 	fl.StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories the tools may use")
 	fl.BoolVar(&f.trust, "trust", false, trustHelp)
 	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
+	fl.StringVar(&f.sandbox, "sandbox", "", "sandbox mode of bash commands: read-only, workspace-write (the default) or danger-full-access")
 }
 
 // layers turns the flags into command-line settings layers: each flag is
@@ -61,6 +64,13 @@ func (f *configFlags) layers() ([]settings.File, error) {
 	}
 	if f.model != "" {
 		out = append(out, providers.ModelKey.Flag("--model", f.model))
+	}
+	if f.sandbox != "" {
+		l, err := sbplugin.Flag(f.sandbox)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
 	}
 	if f.appendSystemPrompt != "" {
 		out = append(out, app.SystemPromptKey.Flag("--append-system-prompt", f.appendSystemPrompt))

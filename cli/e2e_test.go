@@ -285,7 +285,8 @@ func TestHeadlessAskFailsClosed(t *testing.T) {
 	}}
 	srv := httptest.NewServer(ds)
 	defer srv.Close()
-	r := dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "make a file")
+	// Outside the sandbox nothing confines the command, so it asks.
+	r := dsh(t, dir, home, srv.URL, "", "-p", "--sandbox", "danger-full-access", "--model", "deepseek/deepseek-chat", "make a file")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -302,7 +303,7 @@ func TestHeadlessAskFailsClosed(t *testing.T) {
 	ds.mu.Lock()
 	ds.replies = []string{toolReply("call_1", "bash", map[string]string{"command": "printf 'x' > made.txt", "description": "write"}), textReply("done")}
 	ds.mu.Unlock()
-	r = dsh(t, dir, home, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "--permission-mode", "bypassPermissions", "make a file")
+	r = dsh(t, dir, home, srv.URL, "", "-p", "--sandbox", "danger-full-access", "--model", "deepseek/deepseek-chat", "--permission-mode", "bypassPermissions", "make a file")
 	if _, err := os.Stat(filepath.Join(dir, "made.txt")); err != nil || r.code != 0 {
 		t.Fatalf("bypass did not run it: %+v", r)
 	}

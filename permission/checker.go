@@ -55,6 +55,7 @@ type Checker struct {
 	warnings []string
 
 	reg       atomic.Pointer[tool.Registry]
+	sandboxed atomic.Pointer[Sandboxed]
 	realCache sync.Map // directory → its realpath
 
 	// ModeChanged fires after every mode switch, so status lines and ACP
@@ -413,7 +414,7 @@ func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decisi
 	if out.Behavior != Ask {
 		out.Suggest = nil
 	}
-	return out
+	return c.sandboxDecision(ctx, call, mode, out)
 }
 
 // realDir resolves a workspace directory once: roots change rarely, and

@@ -161,6 +161,9 @@ func Plugin(cfg Config) core.Plugin {
 		if err != nil {
 			return core.ConfigError(err)
 		}
+		if f, ok := core.Lookup[Sandboxed](h); ok {
+			c.SetSandboxed(f)
+		}
 		for _, w := range c.Warnings() {
 			h.Logger.Warn(w)
 		}

@@ -46,7 +46,12 @@ type Config struct {
 // compaction plugin, listed before, provides the compactor).
 func Plugin(cfg Config) core.Plugin {
 	return func(_ context.Context, h *core.Host, scope *kernel.Scope) error {
-		exec, err := local.New(local.Config{Logger: h.Logger, ScrubEnv: cfg.ScrubEnv})
+		sb, _ := core.Lookup[*bashtool.Sandbox](h) // the sandbox plugin's, when on
+		lc := local.Config{Logger: h.Logger, ScrubEnv: cfg.ScrubEnv}
+		if sb != nil {
+			lc.Sandbox = sb.Sandbox
+		}
+		exec, err := local.New(lc)
 		if err != nil {
 			return fmt.Errorf("tools: bash executor: %w", err)
 		}
@@ -66,7 +71,7 @@ func Plugin(cfg Config) core.Plugin {
 			files = h.Site.WrapFS(files)
 		}
 		var list []tool.Tool
-		list = append(list, bashtool.Tools(runner, bashtool.Options{Logger: h.Logger, Env: maps.Clone(cfg.Env)})...)
+		list = append(list, bashtool.Tools(runner, bashtool.Options{Logger: h.Logger, Env: maps.Clone(cfg.Env), Sandbox: sb})...)
 		list = append(list, fstool.Tools(files, policy.New(), fstool.Options{})...)
 		// Searches are decided by the directory they name; the files in it
 		// that permission rules deny reading are left out of their results.

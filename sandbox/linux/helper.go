@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 // Call it first thing in main (and in TestMain of packages whose tests
 // start sandboxed commands from the test binary).
 func Main() {
+	dispatches.Store(true)
 	if len(os.Args) < 2 {
 		return
 	}
@@ -36,6 +38,11 @@ func Main() {
 		os.Exit(limitsStage(os.Args[2:]))
 	}
 }
+
+// dispatches records that this program calls Main: only then may the
+// sandbox re-execute it as the helper (another program — a test binary
+// of a package that never heard of the sandbox — would run its own main).
+var dispatches atomic.Bool
 
 // helper is the process between dsh and the shell: it applies the plan to
 // itself (namespaces were made by the clone that started it), starts the

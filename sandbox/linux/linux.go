@@ -117,6 +117,13 @@ func (s *Sandbox) disabled(layer string) bool { return slices.Contains(s.o.Disab
 // works. It records each layer as the helper reports it.
 func (s *Sandbox) probe() {
 	st := sandbox.Status{Platform: "linux", Implementation: "linux"}
+	if s.o.Exe == "/proc/self/exe" && !dispatches.Load() {
+		st.Reason = "this program does not run the sandbox helper (its main must call linux.Main first)"
+		st.Layers = []sandbox.Layer{{Name: sandbox.LayerReaper, Detail: st.Reason}}
+		st.Settle()
+		s.status = st
+		return
+	}
 	if abi, err := ll.LandlockGetABIVersion(); err == nil {
 		st.LandlockABI = abi
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/bash"
+	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -22,7 +23,8 @@ var bashSchema = json.RawMessage(`{
     "description": {"type": "string", "description": "What the command does, in 5-10 words of active voice (e.g. \"Run the unit tests\"). Shown to the user; never executed."},
     "timeoutMs": {"type": "number", "description": "Timeout in milliseconds for a foreground command. The executor applies its default (normally 120000) when absent and caps it at its maximum (normally 600000). On expiry the whole process group is killed."},
     "workdir": {"type": "string", "description": "Directory to run in. Defaults to the session's working directory; a relative path is resolved against it."},
-    "run_in_background": {"type": "boolean", "description": "Start the command as a background task and return its id at once, with no timeout. Read its output with bash_output, stop it with bash_kill."}
+    "run_in_background": {"type": "boolean", "description": "Start the command as a background task and return its id at once, with no timeout. Read its output with bash_output, stop it with bash_kill."},
+    "dangerouslyDisableSandbox": {"type": "boolean", "description": "Run outside the kernel sandbox. Use it only to re-run a command whose result said the sandbox refused it, and only when the work needs that access; the user is always asked, and it is never allowed in plan mode."}
   },
   "required": ["command", "description"]
 }`)
@@ -35,6 +37,9 @@ type bashArgs struct {
 	TimeoutMs       *float64 `json:"timeoutMs"`
 	Workdir         *string  `json:"workdir"`
 	RunInBackground bool     `json:"run_in_background"`
+	// Unsandboxed asks to run outside the sandbox (the permission layer
+	// always asks the user for it).
+	Unsandboxed bool `json:"dangerouslyDisableSandbox"`
 }
 
 // maxTimeoutMs bounds the conversion to time.Duration; the executor caps far
@@ -76,20 +81,30 @@ func (t *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if a.RunInBackground {
-		return t.start(ctx, call.Host, a.Command, dir)
+	policy, err := t.s.policy(ctx, call, dir, a.Unsandboxed)
+	if err != nil {
+		return tool.Result{}, err
 	}
-	res, err := t.s.exec.Run(ctx, bash.ExecRequest{Command: a.Command, Workdir: dir, Timeout: timeout, Env: t.s.env})
+	if a.RunInBackground {
+		return t.start(ctx, call.Host, a.Command, dir, policy)
+	}
+	res, err := t.s.exec.Run(ctx, bash.ExecRequest{Command: a.Command, Workdir: dir, Timeout: timeout, Env: t.s.env, Sandbox: policy})
 	if err != nil {
 		return tool.Result{}, err
 	}
 	if res.Aborted {
 		return tool.Result{}, errors.New("command aborted")
 	}
-	return tool.Result{Content: textContent(renderResult(res)), Meta: mustJSON(runMetaOf(res, dir))}, nil
+	meta := runMetaOf(res, dir)
+	text := renderResult(res)
+	if note := sandboxNote(res); note != "" {
+		text = withNewline(text) + note
+		meta.SandboxDenied = true
+	}
+	return tool.Result{Content: textContent(text), Meta: mustJSON(meta)}, nil
 }
 
-func (t *bashTool) start(ctx context.Context, h tool.Host, command, dir string) (tool.Result, error) {
+func (t *bashTool) start(ctx context.Context, h tool.Host, command, dir string, policy *sandbox.Policy) (tool.Result, error) {
 	if err := t.s.bindLifetime(h); err != nil {
 		return tool.Result{}, err
 	}
@@ -99,6 +114,7 @@ func (t *bashTool) start(ctx context.Context, h tool.Host, command, dir string) 
 		Env:     t.s.env,
 		Owner:   owner(h),
 		OnDone:  t.s.notifier(h),
+		Sandbox: policy,
 	})
 	if err != nil {
 		return tool.Result{}, err
@@ -158,6 +174,10 @@ type runMeta struct {
 	StdoutSpill string `json:"stdoutSpill,omitempty"`
 	StderrSpill string `json:"stderrSpill,omitempty"`
 	Truncated   bool   `json:"truncated,omitempty"`
+	// Sandbox is the mode the command ran in; SandboxDenied marks a
+	// failure that looks like the sandbox's refusal.
+	Sandbox       string `json:"sandbox,omitempty"`
+	SandboxDenied bool   `json:"sandboxDenied,omitempty"`
 }
 
 func runMetaOf(r bash.RunResult, dir string) runMeta {
@@ -170,5 +190,13 @@ func runMetaOf(r bash.RunResult, dir string) runMeta {
 		StdoutSpill: r.Stdout.SpillPath,
 		StderrSpill: r.Stderr.SpillPath,
 		Truncated:   r.Stdout.Truncated || r.Stderr.Truncated,
+		Sandbox:     sandboxMode(r),
 	}
+}
+
+func sandboxMode(r bash.RunResult) string {
+	if r.Sandbox == nil {
+		return ""
+	}
+	return string(r.Sandbox.Mode)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dshq/dsh/bash"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -53,13 +54,25 @@ type Options struct {
 	// Env is added to every command's environment (the settings' "env"):
 	// the user's own choices, so they win over the credential scrub.
 	Env map[string]string
+	// Sandbox, when set, confines the commands (see [Sandbox]).
+	Sandbox *Sandbox
+}
+
+// Sandbox is how the bash tool confines commands: the sandbox the executor
+// wraps them in is the executor's business; Policy compiles, per call, what
+// the command may do (unsandboxed: the model asked to run outside the
+// sandbox, which the permission layer has had the user approve). A nil
+// policy runs the command as it is.
+type Sandbox struct {
+	Sandbox sandbox.Sandbox
+	Policy  func(ctx context.Context, call tool.Call, dir string, unsandboxed bool) (*sandbox.Policy, error)
 }
 
 // Tools returns bash, bash_output and bash_kill over exec, in that order.
 // They share the bookkeeping that ties each agent's background tasks to the
 // agent's lifetime, so register all three together.
 func Tools(exec bash.Executor, opts Options) []tool.Tool {
-	s := &state{exec: exec, log: opts.Logger, env: opts.Env, scopes: map[*kernel.Scope]bool{}}
+	s := &state{exec: exec, log: opts.Logger, env: opts.Env, sandbox: opts.Sandbox, scopes: map[*kernel.Scope]bool{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -68,9 +81,10 @@ func Tools(exec bash.Executor, opts Options) []tool.Tool {
 
 // state is shared by the three tools of one Tools call.
 type state struct {
-	exec bash.Executor
-	env  map[string]string
-	log  *slog.Logger
+	exec    bash.Executor
+	sandbox *Sandbox
+	env     map[string]string
+	log     *slog.Logger
 
 	mu     sync.Mutex
 	scopes map[*kernel.Scope]bool // agent scopes that already kill their tasks on close

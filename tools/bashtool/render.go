@@ -1,11 +1,14 @@
 package bashtool
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/dshq/dsh/bash"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/sandbox"
+	"github.com/dshq/dsh/tool"
 )
 
 func textContent(s string) []llm.Block { return []llm.Block{llm.Text(s)} }
@@ -105,4 +108,48 @@ func statusLine(t bash.Task) string {
 		}
 		return fmt.Sprintf("[status: completed, exit code: %d]", code)
 	}
+}
+
+// policy is the call's sandbox policy, nil without a sandbox.
+func (s *state) policy(ctx context.Context, call tool.Call, dir string, unsandboxed bool) (*sandbox.Policy, error) {
+	if s.sandbox == nil || s.sandbox.Policy == nil {
+		return nil, nil
+	}
+	return s.sandbox.Policy(ctx, call, dir, unsandboxed)
+}
+
+// denialMarks are what programs print when the kernel refuses them: a
+// Landlock or seccomp refusal (EACCES, EPERM), a read-only bind (EROFS), a
+// masked path, no network.
+var denialMarks = []string{
+	"Permission denied", "Operation not permitted", "Read-only file system",
+	"Network is unreachable", "Could not resolve host", "Temporary failure in name resolution",
+	"EACCES", "EPERM", "EROFS",
+}
+
+// sandboxNote explains a result the sandbox may have caused: requests the
+// proxy refused, and a failure that looks like a kernel refusal in a
+// confined mode, with the way out (a re-run outside the sandbox, which the
+// user must approve).
+func sandboxNote(r bash.RunResult) string {
+	if r.Sandbox == nil || !r.Sandbox.Mode.Confines() {
+		return ""
+	}
+	var lines []string
+	for _, b := range r.Sandbox.Blocked {
+		lines = append(lines, "[sandbox: "+b+"]")
+	}
+	failed := r.Signal != "" || r.ExitCode != nil && *r.ExitCode != 0
+	out := r.Stdout.Text + r.Stderr.Text
+	denied := len(lines) > 0
+	for _, m := range denialMarks {
+		if strings.Contains(out, m) {
+			denied = true
+		}
+	}
+	if !failed || !denied {
+		return strings.Join(lines, "\n")
+	}
+	lines = append(lines, fmt.Sprintf("[sandbox: this command ran in %s: writes only in the workspace and a private /tmp, no network but the allowed domains, secrets hidden. If it failed because of that and the work needs the access, run it again with dangerouslyDisableSandbox: true; the user will be asked.]", r.Sandbox.Mode))
+	return strings.Join(lines, "\n")
 }
