@@ -169,7 +169,8 @@ func TestDiskFullMidTurn(t *testing.T) {
 				toolReply("call_1", "bash", map[string]string{"command": "head -c 4000000 /dev/zero > " + d.fillPath() + " 2>/dev/null; seq 1 4000", "description": "fill the disk"}),
 				textReply("must not be asked"),
 			}
-			r := d.iv.run(t, "-p", "--model", model, "--permission-mode", "bypassPermissions", "fill the disk please")
+			// The command fills dsh's own home, which the sandbox hides.
+			r := d.iv.run(t, "-p", "--model", model, "--permission-mode", "bypassPermissions", "--sandbox", "danger-full-access", "fill the disk please")
 			d.notSaved(r, "a turn that fills the disk")
 			if !strings.Contains(r.stderr, "cannot write the log file") || !strings.Contains(r.stderr, `"msg":"session flush failed"`) {
 				t.Fatalf("the log could not be written, so its records belong on stderr: %q", r.stderr)
