@@ -471,7 +471,7 @@ func (s *Server) store() (*store.Coordinator, error) {
 	if err != nil {
 		return nil, internalError("opening the session store: %v", err)
 	}
-	b, err := backends.Open(s.o.Home, backends.Chosen(cfg), s.o.NoSync)
+	b, err := backends.Open(context.Background(), backends.FromSettings(cfg), backends.Options{Home: s.o.Home, NoSync: s.o.NoSync, Getenv: s.o.Env})
 	if err != nil {
 		return nil, internalError("opening the session store: %v", err)
 	}

@@ -140,6 +140,13 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 	if ferr := a.Host.Sessions.FlushSession(context.WithoutCancel(ctx), sess); ferr != nil && res.code != session.CodeNotSaved {
 		res.StopReason, res.Error, res.code = session.EndError, ferr.Error(), session.CodeNotSaved
 	}
+	lost := a.LeaseLost(sess.ID())
+	if lost != nil {
+		// Another host took the session over: what this run did after
+		// that is not recorded, and the new holder closes the turn as
+		// interrupted. Not a full disk: say what happened.
+		res.StopReason, res.Error, res.code = session.EndError, lost.Error(), ""
+	}
 	code := exitCode(res.StopReason, res.code)
 	res.IsError = code != ExitOK
 	if res.IsError {
@@ -152,6 +159,9 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 		// Said on stderr in every format: a script reading only stdout
 		// must not take the run for saved.
 		runErr = notSaved(res.Error)
+	}
+	if lost != nil {
+		runErr = lost
 	}
 	switch ho.Format {
 	case FormatText:

@@ -20,6 +20,7 @@ import (
 	sbplugin "github.com/dshq/dsh/sandbox/plugin"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store/backends"
+	"github.com/dshq/dsh/store/postgres"
 	"github.com/dshq/dsh/tools"
 	"github.com/dshq/dsh/tools/task"
 	"github.com/dshq/dsh/tools/webtool"
@@ -64,11 +65,9 @@ func Plugins() []core.Spec {
 			New: func(*settings.Config) core.Plugin { return doctor.Plugin() },
 		},
 		{
-			Name: "store", Doc: "the session store under $DSH_HOME and the coordinator mirroring live sessions into it",
-			Settings: settings.Schema{backends.Key},
-			New: func(c *settings.Config) core.Plugin {
-				return backends.Plugin(backends.Config{Store: backends.Chosen(c)})
-			},
+			Name: "store", Doc: "the session store (under $DSH_HOME, or PostgreSQL) and the coordinator mirroring live sessions into it",
+			Settings: settings.Schema{backends.Key, postgres.Key},
+			New:      func(c *settings.Config) core.Plugin { return backends.Plugin(backends.FromSettings(c)) },
 		},
 		{
 			Name: "models", Doc: "model adapters from the providers settings and API keys, aliases, the offline demo, the default model",

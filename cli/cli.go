@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -58,6 +59,7 @@ type flags struct {
 	outputFormat string
 	cont         bool
 	resume       string
+	takeover     bool
 }
 
 // Main runs dsh and returns the process exit code.
@@ -133,8 +135,9 @@ func newRoot(stdio IO) *cobra.Command {
 	fl.StringVar(&f.outputFormat, "output-format", "text", "headless output: text, json or stream-json")
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
 	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id")
+	fl.BoolVar(&f.takeover, "takeover", false, "with --resume or --continue on a shared (postgres) store: take the session over from the live process holding it, after one lease period")
 	f.register(fl, false)
-	root.AddCommand(newSessionsCmd(stdio), newVersionCmd(stdio))
+	root.AddCommand(newSessionsCmd(stdio), newStoreCmd(stdio), newVersionCmd(stdio))
 	for _, c := range extraCommands {
 		root.AddCommand(c(stdio))
 	}
@@ -281,6 +284,20 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 			return &ExitError{Code: app.ExitUsage, Err: errors.New(strings.TrimPrefix(err.Error(), "app: "))}
 		}
 		resume = id
+	}
+	if f.takeover && resume == "" {
+		return usageErr("--takeover needs --resume ID or --continue")
+	}
+	if resume != "" {
+		// On a shared store another host may hold the session: wait for a
+		// dead holder's lease to expire, or take it over (--takeover).
+		var grace time.Duration
+		if f.takeover {
+			grace = a.LeaseTTL(ctx, resume)
+		}
+		if err := a.AwaitSession(ctx, resume, grace, func(msg string) { fmt.Fprintln(stdio.Err, "dsh: "+msg) }); err != nil {
+			return err
+		}
 	}
 	if f.print {
 		prompt := strings.Join(args, " ")

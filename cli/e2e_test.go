@@ -502,7 +502,7 @@ func TestSessionsCopyBetweenStores(t *testing.T) {
 	if again.code != 0 || !strings.Contains(again.stdout, "copied 0 sessions from jsonl to sqlite (2 already there, 0 failed)") {
 		t.Fatalf("second copy: %+v", again)
 	}
-	if bad := dsh(t, dir, home, srv.URL, "", "sessions", "copy", "--from", "sqlite"); bad.code != 2 || !strings.Contains(bad.stderr, "is the store in use") {
+	if bad := dsh(t, dir, home, srv.URL, "", "sessions", "copy", "--from", "sqlite"); bad.code != 2 || !strings.Contains(bad.stderr, "--from and --to are both sqlite") {
 		t.Fatalf("copy from the store in use: %+v", bad)
 	}
 	ls := dsh(t, dir, home, srv.URL, "", "sessions")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,31 +28,35 @@ import (
 // openStore opens the session store alone: listing and reading sessions
 // needs no model or tools, only the user's choice of store.
 func openStore(stdio IO, settingsFile string) (*store.Coordinator, func(), error) {
-	h, name, err := storeChoice(stdio, settingsFile)
+	cfg, o, err := storeChoice(stdio, settingsFile)
 	if err != nil {
 		return nil, nil, err
 	}
-	return openNamedStore(h, name)
+	return openNamedStore(cfg, o)
 }
 
-// storeChoice returns $DSH_HOME and the store the user's settings name.
-func storeChoice(stdio IO, settingsFile string) (dshHome, name string, err error) {
+// storeChoice returns the store the user's settings choose and how to open
+// it here.
+func storeChoice(stdio IO, settingsFile string) (backends.Config, backends.Options, error) {
 	h, err := home(stdio.Env)
 	if err != nil {
-		return "", "", usageErr("%v", err)
+		return backends.Config{}, backends.Options{}, usageErr("%v", err)
 	}
 	if err := privateHome(stdio, h); err != nil {
-		return "", "", usageErr("creating %s: %v", h, err)
+		return backends.Config{}, backends.Options{}, usageErr("creating %s: %v", h, err)
 	}
 	cfg, err := settings.Load(settings.Input{Paths: settings.Paths{Home: h, Flag: settingsFile}, Schema: app.Schema()})
 	if err != nil {
-		return "", "", err
+		return backends.Config{}, backends.Options{}, err
 	}
-	return h, backends.Chosen(cfg), nil
+	o := backends.Options{Home: h, Getenv: stdio.Env, Logf: func(f string, args ...any) {
+		fmt.Fprintf(stdio.Err, "dsh: "+f+"\n", args...)
+	}}
+	return backends.FromSettings(cfg), o, nil
 }
 
-func openNamedStore(home, name string) (*store.Coordinator, func(), error) {
-	b, err := backends.Open(home, name, false)
+func openNamedStore(cfg backends.Config, o backends.Options) (*store.Coordinator, func(), error) {
+	b, err := backends.Open(context.Background(), cfg, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,47 +154,55 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 	cmd.Flags().BoolVar(&here, "here", false, "only sessions of the current directory")
 	cmd.PersistentFlags().StringVar(&settingsFile, "settings", "", "an extra settings file (its sessionStore picks the store to read)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	var from string
+	var from, to string
 	copyCmd := &cobra.Command{
-		Use:   "copy --from STORE",
-		Short: "copy every session of another store (jsonl or sqlite) into the one your settings choose",
+		Use:   "copy --from STORE [--to STORE]",
+		Short: "copy every session of one store (jsonl, sqlite or postgres) into another (default: the one your settings choose)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, name, err := storeChoice(stdio, settingsFile)
+			cfg, o, err := storeChoice(stdio, settingsFile)
 			if err != nil {
 				return err
 			}
+			if to == "" {
+				to = cmp.Or(cfg.Store, backends.JSONL)
+			}
 			if from == "" {
 				from = backends.JSONL
-				if name == backends.JSONL {
+				if to == backends.JSONL {
 					from = backends.SQLite
 				}
 			}
-			if from == name {
-				return usageErr("--from %s is the store in use; choose the other one with \"sessionStore\" in your settings first", from)
+			for _, name := range []string{from, to} {
+				if !slices.Contains(backends.Names, name) {
+					return usageErr("unknown store %q: want one of %s", name, strings.Join(backends.Names, ", "))
+				}
 			}
-			if !slices.Contains(backends.Names, from) {
-				return usageErr("--from %q: want one of %s", from, strings.Join(backends.Names, ", "))
+			if from == to {
+				return usageErr("--from and --to are both %s; choose two different stores", from)
 			}
-			src, doneSrc, err := openNamedStore(h, from)
+			srcCfg, dstCfg := cfg, cfg
+			srcCfg.Store, dstCfg.Store = from, to
+			src, doneSrc, err := openNamedStore(srcCfg, o)
 			if err != nil {
 				return err
 			}
 			defer doneSrc()
-			dst, doneDst, err := openNamedStore(h, name)
+			dst, doneDst, err := openNamedStore(dstCfg, o)
 			if err != nil {
 				return err
 			}
 			defer doneDst()
 			copied, present, failed := copySessions(cmd.Context(), src, dst, stdio.Err)
-			fmt.Fprintf(stdio.Out, "copied %d sessions from %s to %s (%d already there, %d failed)\n", copied, from, name, present, failed)
+			fmt.Fprintf(stdio.Out, "copied %d sessions from %s to %s (%d already there, %d failed)\n", copied, from, to, present, failed)
 			if failed > 0 {
 				return fmt.Errorf("%d sessions were not copied", failed)
 			}
 			return nil
 		},
 	}
-	copyCmd.Flags().StringVar(&from, "from", "", "the store to copy from: jsonl or sqlite (default: the one not in use)")
+	copyCmd.Flags().StringVar(&from, "from", "", "the store to copy from: jsonl, sqlite or postgres (default: jsonl, or sqlite when copying to jsonl)")
+	copyCmd.Flags().StringVar(&to, "to", "", "the store to copy to (default: the one your settings choose)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
 		Short: "print a readable transcript of a session",
@@ -217,7 +230,7 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			}
 			return out.Flush()
 		},
-	}, copyCmd, newExportCmd(stdio, &settingsFile))
+	}, copyCmd, newTailCmd(stdio, &settingsFile), newExportCmd(stdio, &settingsFile))
 	return cmd
 }
 

@@ -81,7 +81,8 @@ type FencedError struct {
 
 func (e *FencedError) Error() string {
 	by := "another process"
-	if e.Current.Token != 0 && !e.Current.Free {
+	if e.Current.Holder.PID != 0 {
+		// The latest holder, even if it has released the lease since.
 		by = e.Current.Holder.String()
 	}
 	return fmt.Sprintf("session %s was taken over by %s (lease token %d, this process held %d): this process no longer writes it; resume it again with dsh -r %s once the other holder is done",

@@ -6,19 +6,22 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
 )
 
 // Names are the stores "sessionStore" can name.
-var Names = []string{JSONL, SQLite}
+var Names = []string{JSONL, SQLite, Postgres}
 
 // Key is "sessionStore": where sessions are stored, "jsonl" (the default,
-// one file per session) or "sqlite" (one database). Every session of the
+// one file per session), "sqlite" (one database) or "postgres" (a
+// PostgreSQL database many hosts share, configured by "postgres"). Every session of the
 // machine lives in one store, which a project must not be able to move:
 // only the user's own layers (user settings, --settings, flags) choose
 // it; a project or local file that sets it gets a warning instead.
@@ -58,21 +61,38 @@ type openError struct{ err error }
 func (e *openError) Error() string   { return ErrOpen.Error() + ": " + e.err.Error() }
 func (e *openError) Unwrap() []error { return []error{ErrOpen, e.err} }
 
-// Config configures the persistence plugin.
-type Config struct {
-	// Store names the backend ("" is JSONL), opened under the site's home.
-	Store string
-}
-
-// Plugin is the persistence capability: the named store under the site's
-// home, a [store.Coordinator] mirroring every live session into it, set as
-// the agents' loader (resume, fork) and provided to front doors (listings,
+// Plugin is the persistence capability: the chosen store, a
+// [store.Coordinator] mirroring every live session into it, set as the
+// agents' loader (resume, fork) and provided to front doors (listings,
 // --continue). A disposed agent's session is written out and released: its
 // lock and buffers go, so a long-running server does not accumulate them,
 // and another process may resume it.
+//
+// On a store with leases, an agent whose session another host took over
+// is cancelled (its lease renewal found out, or a flush was refused): it
+// can record nothing more, and the new holder closes its turn as
+// interrupted. The [*LostLeases] provided say which sessions were lost.
+// What the store reports with no caller to return to (an outage and its
+// retries, a lost lease) is logged and shown through the site's Warn.
 func Plugin(cfg Config) core.Plugin {
-	return func(_ context.Context, h *core.Host, scope *kernel.Scope) error {
-		backend, err := Open(h.Site.Home, cfg.Store, h.Site.NoSync)
+	return func(ctx context.Context, h *core.Host, scope *kernel.Scope) error {
+		lost := &LostLeases{}
+		cancel := func(id session.ID, err error) {
+			lost.m.Store(id, err)
+			for _, ag := range h.Agents.List() {
+				if ag.Session().ID() == id {
+					ag.Cancel(err.Error())
+				}
+			}
+		}
+		backend, err := Open(ctx, cfg, Options{Home: h.Site.Home, NoSync: h.Site.NoSync, Getenv: h.Site.Env, OnLost: cancel,
+			Logf: func(f string, args ...any) {
+				msg := fmt.Sprintf(f, args...)
+				h.Logger.Warn(msg)
+				if h.Site.Warn != nil {
+					h.Site.Warn(msg)
+				}
+			}})
 		if err != nil {
 			return &openError{err}
 		}
@@ -93,6 +113,34 @@ func Plugin(cfg Config) core.Plugin {
 		})); err != nil {
 			return err
 		}
+		// A flush refused because the lease was taken over stops the agent
+		// even before the renewal notices.
+		if err := scope.Add(h.Agents.Hub.Error.Listen(func(_ context.Context, n agent.ErrorNote) error {
+			if n.Agent != nil && errors.Is(n.Err, store.ErrFenced) {
+				cancel(n.Agent.Session().ID(), n.Err)
+			}
+			return nil
+		})); err != nil {
+			return err
+		}
+		if err := core.Provide(h, scope, lost); err != nil {
+			return err
+		}
 		return core.Provide(h, scope, coord)
 	}
+}
+
+// LostLeases records the sessions whose lease another host took over from
+// this process.
+type LostLeases struct{ m sync.Map }
+
+// Err returns what took the lease of id away, or nil.
+func (l *LostLeases) Err(id session.ID) error {
+	if l == nil {
+		return nil
+	}
+	if err, ok := l.m.Load(id); ok {
+		return err.(error)
+	}
+	return nil
 }

@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dshq/dsh/settings"
 )
 
 // EnvURL is the environment variable that holds the connection string when
@@ -71,40 +71,53 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON implements json.Marshaler.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// ParseConfig decodes a "postgres" settings section strictly (an unknown
-// key is an error) and applies the environment: DSH_DATABASE_URL and
-// DSH_HOST_ID. raw may be empty.
-func ParseConfig(raw json.RawMessage, env func(string) string) (Config, error) {
-	var c Config
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return c, fmt.Errorf("postgres: settings: %w", err)
+// Key is the "postgres" settings section. Only the user's own layers (user
+// settings, --settings) set it: a project or local file that does gets a
+// warning and is ignored, since it would send every session of the machine
+// to a database of the project's choosing, and it carries credentials.
+var Key = settings.Key[Config]{
+	Name:     "postgres",
+	Validate: Config.validate,
+	Policy: func(layer settings.Layer, path string, c Config) (Config, bool, string) {
+		if !layer.Project() {
+			return c, true, ""
 		}
-	}
-	if env == nil {
-		env = os.Getenv
-	}
-	if u := env(EnvURL); u != "" {
-		c.URL = u
-	}
-	if h := env(EnvHost); h != "" {
-		c.Host = h
-	}
-	if c.URL == "" {
-		return c, fmt.Errorf("postgres: no connection string: set %s or \"postgres\": {\"url\": …} in your user settings", EnvURL)
-	}
+		return Config{}, false, fmt.Sprintf("settings: ignoring \"postgres\" in %s: the session store is configured in your user settings or --settings", path)
+	},
+}
+
+func (c Config) validate() error {
 	if c.LeaseTTL < 0 {
-		return c, errors.New("postgres: settings: leaseTTL must not be negative")
+		return settings.Invalid("leaseTTL", "must not be negative")
 	}
 	if c.MaxConns < 0 {
-		return c, errors.New("postgres: settings: maxConns must not be negative")
+		return settings.Invalid("maxConns", "must not be negative")
 	}
 	if c.Schema != "" {
 		if err := checkSchema(c.Schema); err != nil {
-			return c, err
+			return settings.Invalid("schema", "%s", strings.TrimPrefix(err.Error(), "postgres: "))
 		}
+	}
+	return nil
+}
+
+// Resolve applies the environment (DSH_DATABASE_URL, DSH_HOST_ID; getenv nil
+// reads the process's) and checks that a connection string is set.
+func (c Config) Resolve(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if u := getenv(EnvURL); u != "" {
+		c.URL = u
+	}
+	if h := getenv(EnvHost); h != "" {
+		c.Host = h
+	}
+	if err := c.validate(); err != nil {
+		return c, fmt.Errorf("postgres: settings: %w", err)
+	}
+	if c.URL == "" {
+		return c, fmt.Errorf("postgres: no connection string: set %s or \"postgres\": {\"url\": …} in your user settings", EnvURL)
 	}
 	return c, nil
 }
