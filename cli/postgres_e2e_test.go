@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/postgres"
+	"github.com/dshq/dsh/store/storetest"
 )
 
 // pgHost is one "machine" sharing a PostgreSQL store: its own DSH_HOME and
@@ -28,7 +30,7 @@ type pgHost struct {
 	home, id, url, baseURL string
 }
 
-func newPGHost(t *testing.T, url, schema, id, baseURL string, ttl time.Duration) pgHost {
+func newPGHost(t testing.TB, url, schema, id, baseURL string, ttl time.Duration) pgHost {
 	t.Helper()
 	home := t.TempDir()
 	_ = os.Chmod(home, 0o700)
@@ -368,4 +370,91 @@ func TestPostgresStoreCommands(t *testing.T) {
 	if bad := h.run(t, dir, "sessions", "copy", "--from", "mongo"); bad.code != 2 || !strings.Contains(bad.stderr, `unknown store "mongo"`) {
 		t.Fatalf("bad store: %+v", bad)
 	}
+}
+
+// BenchmarkPostgresTailFollow measures how long after a commit `dsh
+// sessions tail --follow` (another process) prints the committed events:
+// this process writes one 23-event agent step per iteration through a
+// coordinator and times from the flush's return to the follower's line
+// for the step's last event. It reports the median, the 99th percentile
+// and the worst case.
+func BenchmarkPostgresTailFollow(b *testing.B) {
+	url, schema := pgtest.Schema(b)
+	ctx := context.Background()
+	be, err := postgres.Open(ctx, postgres.Options{URL: url, Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	live := session.NewLive(nil)
+	scope := kernel.NewScope("writer")
+	defer scope.Close()
+	if _, err := store.Attach(scope, live, be, store.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	s, err := live.Create(ctx, scope, "followed", session.Options{Header: session.Header{Cwd: "/bench"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := storetest.Apply(ctx, s, []storetest.Op{storetest.TurnStart(1), storetest.User("go")}); err != nil {
+		b.Fatal(err)
+	}
+	if err := live.FlushSession(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+	h := newPGHost(b, url, schema, "follower", "http://127.0.0.1:1", 5*time.Second)
+	f := h.cmd(b.TempDir(), "sessions", "tail", "followed", "--follow", "--json", "-n", "0")
+	out, err := f.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = f.Process.Kill(); _ = f.Wait() }()
+	seen := make(chan int64, 1024)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var e session.Event
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				seen <- e.Seq
+			}
+		}
+		close(seen)
+	}()
+	time.Sleep(500 * time.Millisecond) // the follower connects and LISTENs
+	var lat []time.Duration
+	b.ResetTimer()
+	for step := 1; step <= b.N; step++ {
+		ops := []storetest.Op{storetest.StepStart(1, step)}
+		for i := range 20 {
+			ops = append(ops, storetest.Chunk(1, step, fmt.Sprintf("token %d ", i)))
+		}
+		ops = append(ops, storetest.Assistant(1, step, "answer"), storetest.StepEnd(1, step))
+		if err := storetest.Apply(ctx, s, ops); err != nil {
+			b.Fatal(err)
+		}
+		if err := live.FlushSession(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+		committed := time.Now()
+		last := int64(s.Len() - 1)
+		for {
+			seq, ok := <-seen
+			if !ok {
+				b.Fatal("the follower stopped")
+			}
+			if seq == last {
+				break
+			}
+		}
+		lat = append(lat, time.Since(committed))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
+	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
 }

@@ -97,22 +97,26 @@ func DropSchema(t testing.TB, dbURL, schema string) {
 // Cluster is a PostgreSQL server of one test's own, for what the shared
 // cluster must never see: being stopped, killed or restarted.
 type Cluster struct {
-	Dir  string // the cluster's root (data, socket and log below it)
-	URL  string // connection URL of its "dsh" database
-	Port int
-	bin  string
-	as   []string // the command prefix that runs as the unprivileged user
+	Dir      string // the cluster's root (data, socket and log below it)
+	URL      string // connection URL of its "dsh" database
+	Port     int
+	bin      string
+	as       []string // the command prefix that runs as the unprivileged user
+	settings []string
 }
 
-// Start initializes and starts a private cluster under t.TempDir(),
-// stopped when the test ends.
-func Start(t testing.TB) *Cluster {
+// Start initializes and starts a private cluster under a temporary
+// directory, stopped and removed when the test ends. It runs with fsync off
+// (tests kill processes, not the machine) unless a setting says otherwise:
+// each of settings is a server setting ("fsync=on") applied after the
+// defaults.
+func Start(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
 		missing(t, EnvBin)
 	}
-	c := &Cluster{bin: bin}
+	c := &Cluster{bin: bin, settings: settings}
 	root, err := os.MkdirTemp("", "dsh-pgtest-")
 	if err != nil {
 		t.Fatal(err)
@@ -166,8 +170,11 @@ func (c *Cluster) run(t testing.TB, args ...string) {
 // connections.
 func (c *Cluster) StartServer(t testing.TB) {
 	t.Helper()
-	c.run(t, filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-l", filepath.Join(c.Dir, "server.log"), "-w", "-t", "60",
-		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", c.Port, c.Dir), "start")
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100", c.Port, c.Dir)
+	for _, s := range c.settings {
+		opts += " -c " + s
+	}
+	c.run(t, filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-l", filepath.Join(c.Dir, "server.log"), "-w", "-t", "60", "-o", opts, "start")
 }
 
 // StopServer stops the server; mode is pg_ctl's: "fast" (disconnect

@@ -46,7 +46,8 @@ func FromSettings(c *settings.Config) Config {
 type Options struct {
 	// Home is $DSH_HOME (where JSONL and SQLite keep sessions).
 	Home string
-	// NoSync turns fsync off (tests, benchmarks; JSONL and SQLite).
+	// NoSync turns fsync off (tests, benchmarks; for PostgreSQL:
+	// synchronous_commit off).
 	NoSync bool
 	// Getenv reads the environment (nil: the process's).
 	Getenv func(string) string
@@ -113,7 +114,7 @@ func postgresOptions(cfg Config, o Options) (postgres.Options, error) {
 		return postgres.Options{}, err
 	}
 	po := pc.Options()
-	po.Logf, po.OnLost = o.Logf, o.OnLost
+	po.Logf, po.OnLost, po.NoSync = o.Logf, o.OnLost, o.NoSync
 	return po, nil
 }
 

@@ -45,6 +45,11 @@ type Options struct {
 	Host string
 	// MaxConns bounds the pool (default 8).
 	MaxConns int
+	// NoSync sets synchronous_commit off for dsh's connections: a commit
+	// returns before its WAL record is flushed, so a crash of the database
+	// server (not of dsh) may lose the last commits, never tear one. For
+	// tests, benchmarks and scratch stores.
+	NoSync bool
 	// Now is the clock leases are judged by. Nil uses the database's
 	// clock, the one clock every host shares (a host whose clock runs
 	// ahead would otherwise see live leases as expired); tests inject one.
@@ -138,6 +143,9 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	}
 	cfg.MaxConns = int32(o.MaxConns)
 	cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	if o.NoSync {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "dsh"
 	}
@@ -340,15 +348,19 @@ func readHeader(ctx context.Context, q querier, id session.ID) (h session.Header
 // arena hands out copies of row bytes from large blocks: an event's Data
 // aliases its row's bytes, and one allocation per row would dominate a
 // long load.
-type arena struct{ block []byte }
+type arena struct {
+	block []byte
+	next  int // the size of the next block: small reads stay small
+}
 
 func (a *arena) copy(b []byte) []byte {
-	const blockSize = 1 << 20
-	if len(b) > blockSize/4 {
+	const maxBlock = 1 << 20
+	if len(b) > maxBlock/4 {
 		return append([]byte(nil), b...)
 	}
 	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, blockSize)
+		a.next = min(max(2*a.next, 16<<10, 2*len(b)), maxBlock)
+		a.block = make([]byte, 0, a.next)
 	}
 	n := len(a.block)
 	a.block = append(a.block, b...)

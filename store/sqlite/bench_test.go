@@ -24,3 +24,8 @@ func BenchmarkList10k(b *testing.B) {
 	b.Run("all", func(b *testing.B) { storetest.BenchList(b, benchOpen, 10_000, false) })
 	b.Run("cwd", func(b *testing.B) { storetest.BenchList(b, benchOpen, 10_000, true) })
 }
+
+func BenchmarkConcurrent50(b *testing.B) {
+	b.Run("buffered", func(b *testing.B) { storetest.BenchConcurrent(b, benchOpen, 50, true) })
+	b.Run("fsync", func(b *testing.B) { storetest.BenchConcurrent(b, benchOpen, 50, false) })
+}

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +73,10 @@ func BenchAppendStep(b *testing.B, open OpenFunc, noSync bool) {
 		b.Fatal(err)
 	}
 	step := 0
+	var took []time.Duration
 	loop(b, func() {
+		start := time.Now()
+		defer func() { took = append(took, time.Since(start)) }()
 		step++
 		ops := make([]Op, 0, 23)
 		ops = append(ops, StepStart(1, step))
@@ -86,6 +91,86 @@ func BenchAppendStep(b *testing.B, open OpenFunc, noSync bool) {
 			b.Fatal(err)
 		}
 	})
+	reportPercentiles(b, took)
+}
+
+// reportPercentiles adds the median and the 99th percentile of the
+// iterations' wall times (the first, warm-up, excluded) as "p50-ms" and
+// "p99-ms".
+func reportPercentiles(b *testing.B, took []time.Duration) {
+	if len(took) > 1 {
+		took = took[1:]
+	}
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	at := func(q float64) float64 {
+		return float64(took[min(len(took)-1, int(q*float64(len(took))))]) / 1e6
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// BenchConcurrent measures many sessions written at once, as a server runs
+// them: n live sessions, each on its own goroutine, appending and flushing
+// steps of 23 events (with fsync unless noSync) for the benchmark's
+// iterations; it reports the events stored per second over all of them.
+func BenchConcurrent(b *testing.B, open OpenFunc, n int, noSync bool) {
+	ctx := context.Background()
+	st := session.NewLive(nil)
+	benchAttach(b, open, b.TempDir(), noSync, st)
+	sessions := make([]*session.Session, n)
+	for i := range sessions {
+		scope := kernel.NewScope("bench-session")
+		b.Cleanup(func() { _ = scope.Close() })
+		s, err := st.Create(ctx, scope, session.ID(fmt.Sprintf("concurrent-%03d", i)), session.Options{Header: session.Header{Cwd: "/bench"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Apply(ctx, s, []Op{TurnStart(1), User("benchmark")}); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.FlushSession(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+		sessions[i] = s
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	steps := b.N
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, s := range sessions {
+		wg.Go(func() {
+			for step := 1; step <= steps; step++ {
+				ops := make([]Op, 0, 23)
+				ops = append(ops, StepStart(1, step))
+				for i := range 20 {
+					ops = append(ops, Chunk(1, step, fmt.Sprintf("token %d ", i)))
+				}
+				ops = append(ops, Assistant(1, step, "a reasonably sized answer for one step of the benchmark"), StepEnd(1, step))
+				if err := Apply(ctx, s, ops); err != nil {
+					errs <- err
+					return
+				}
+				if err := st.FlushSession(ctx, s); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n*steps*23)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(n), "sessions")
 }
 
 // BigLog builds a realistic log of about n events: closed turns, each a
