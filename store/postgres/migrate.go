@@ -186,5 +186,3 @@ func migrate(ctx context.Context, conn *pgx.Conn, schema string, list []migratio
 	}
 	return res, nil
 }
-
-
