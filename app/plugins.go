@@ -66,6 +66,7 @@ func Plugins() []core.Spec {
 		},
 		{
 			Name: "store", Doc: "the session store (under $DSH_HOME, or PostgreSQL) and the coordinator mirroring live sessions into it",
+			After:    []string{"doctor"},
 			Settings: settings.Schema{backends.Key, postgres.Key},
 			New:      func(c *settings.Config) core.Plugin { return backends.Plugin(backends.FromSettings(c)) },
 		},

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/internal/pgtest"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store/jsonl"
@@ -101,6 +102,14 @@ func TestOpenPostgres(t *testing.T) {
 	}
 	if msg, err := Migrate(ctx, cfg, o); err != nil || !strings.Contains(msg, "up to date") {
 		t.Fatalf("migrate again: %q %v", msg, err)
+	}
+	// dsh doctor: the database answers, then it does not.
+	if f := findings(ctx, cfg, Where(cfg, o), b); len(f) != 1 || f[0].Severity != doctor.OK || !strings.Contains(f[0].Message, "schema version 1") {
+		t.Fatalf("doctor: %+v", f)
+	}
+	_ = b.Close()
+	if f := findings(ctx, cfg, Where(cfg, o), b); len(f) != 1 || f[0].Severity != doctor.Error || strings.Contains(f[0].Message+f[0].Fix, pgPassword(url)) {
+		t.Fatalf("doctor, closed: %+v", f)
 	}
 }
 

@@ -1,19 +1,23 @@
 package backends
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
+	"github.com/dshq/dsh/store/postgres"
 )
 
 // Names are the stores "sessionStore" can name.
@@ -123,6 +127,14 @@ func Plugin(cfg Config) core.Plugin {
 		})); err != nil {
 			return err
 		}
+		if checks, ok := core.Lookup[*doctor.Registry](h); ok {
+			where := Where(cfg, Options{Home: h.Site.Home, Getenv: h.Site.Env})
+			if err := scope.Add(checks.Add("store", func(ctx context.Context) []doctor.Finding {
+				return findings(ctx, cfg, where, backend)
+			})); err != nil {
+				return err
+			}
+		}
 		if err := core.Provide(h, scope, lost); err != nil {
 			return err
 		}
@@ -143,4 +155,23 @@ func (l *LostLeases) Err(id session.ID) error {
 		return err.(error)
 	}
 	return nil
+}
+
+// findings is the store's report for `dsh doctor`: where sessions go, and
+// for PostgreSQL whether the database answers now.
+func findings(ctx context.Context, cfg Config, where string, b store.Backend) []doctor.Finding {
+	name := cmp.Or(cfg.Store, JSONL)
+	pg, ok := b.(*postgres.Backend)
+	if !ok {
+		return []doctor.Finding{{Severity: doctor.OK, Subject: name, Message: "sessions are stored at " + where}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := pg.Ping(ctx)
+	if err != nil {
+		return []doctor.Finding{{Severity: doctor.Error, Subject: name, Message: err.Error(),
+			Fix: "check the database at " + where + " (DSH_DATABASE_URL or \"postgres\" in your user settings)"}}
+	}
+	return []doctor.Finding{{Severity: doctor.OK, Subject: name,
+		Message: fmt.Sprintf("sessions are stored at %s, schema version %d, leases held as host %s", where, v, pg.Host())}}
 }

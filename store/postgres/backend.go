@@ -236,6 +236,13 @@ func randomID() string {
 // Name implements [store.Backend].
 func (b *Backend) Name() string { return Name }
 
+// Ping checks that the database answers and reports the schema version
+// this backend found.
+func (b *Backend) Ping(ctx context.Context) (version int, err error) {
+	err = b.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&version)
+	return version, b.wrap("reaching the database", err)
+}
+
 // Schema is the schema holding the tables.
 func (b *Backend) Schema() string { return b.schema }
 
