@@ -458,3 +458,60 @@ func BenchmarkPostgresTailFollow(b *testing.B) {
 	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
 	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
 }
+
+// TestPostgresDatabaseRestart: the database restarts while `dsh -p` is in
+// the middle of a turn. The flush that meets the outage says so on stderr,
+// retries until the server is back, and the run completes with nothing
+// lost.
+func TestPostgresDatabaseRestart(t *testing.T) {
+	cl := pgtest.Start(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "in-the-tool")
+	ds := &deepseek{replies: []string{
+		toolReply("call_1", "bash", map[string]string{"command": "touch " + marker + " && sleep 1", "description": "a step"}),
+		textReply("done despite the outage"),
+	}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	h := newPGHost(t, cl.URL, "dsh", "host", srv.URL, 5*time.Second)
+	a := h.cmd(dir, "-p", "--model", "deepseek/deepseek-chat", "--allowedTools", "Bash", "work through it")
+	var out, errb bytes.Buffer
+	a.Stdout, a.Stderr = &out, &errb
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, marker)
+	cl.StopServer(t, "fast")
+	time.Sleep(2500 * time.Millisecond) // the step ends and its flush meets the outage
+	cl.StartServer(t)
+	if err := a.Wait(); err != nil {
+		t.Fatalf("dsh: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
+	}
+	if strings.TrimSpace(out.String()) != "done despite the outage" {
+		t.Fatalf("stdout %q", out.String())
+	}
+	if !strings.Contains(errb.String(), "the database is unreachable") || !strings.Contains(errb.String(), "succeeded after") {
+		t.Fatalf("the outage was not reported: %q", errb.String())
+	}
+	if strings.Contains(errb.String(), pgtestPassword(cl.URL)) {
+		t.Fatal("stderr shows the password")
+	}
+	id := onlySession(t, h, dir)
+	evs := readLog(t, cl.URL, "dsh", id)
+	if ends := turnEnds(t, evs); len(ends) != 1 || ends[0] != session.EndCompleted {
+		t.Fatalf("turn ends %v", ends)
+	}
+	var results int
+	for _, e := range evs {
+		if e.Type == session.TypeToolResult {
+			results++
+		}
+	}
+	if results != 1 {
+		t.Fatalf("%d tool results stored", results)
+	}
+}
+
+func pgtestPassword(url string) string {
+	return url[strings.Index(url, "://dsh:")+7 : strings.Index(url, "@")]
+}
