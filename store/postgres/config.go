@@ -151,10 +151,14 @@ func Redact(conn string) string {
 		}
 		return u.String()
 	}
+	conn = urlPassword.ReplaceAllString(conn, "${1}xxxxx@")
 	return kvPassword.ReplaceAllString(conn, "${1}xxxxx")
 }
 
-var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
+var (
+	kvPassword  = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
+	urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+)
 
 // secretScrubber removes the connection's password from error texts: the
 // driver redacts what it quotes, best effort, and a password must never

@@ -117,7 +117,10 @@ func (b *Backend) Lock(ctx context.Context, id session.ID) error {
 
 func (b *Backend) acquire(ctx context.Context, id session.ID) (int64, error) {
 	force := int64(-1)
-	for range 3 {
+	var last leaseRow
+	// A lease read as free may be taken by someone else before the
+	// acquisition: try a few times, then report whoever has it.
+	for range 10 {
 		var token int64
 		err := b.pool.QueryRow(ctx, acquireSQL, key(id), b.self.id, b.self.host, int32(b.self.pid), b.self.pidStart, b.self.machine,
 			b.now(), b.opts.LeaseTTL, force).Scan(&token)
@@ -127,18 +130,17 @@ func (b *Backend) acquire(ctx context.Context, id session.ID) (int64, error) {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return 0, err
 		}
-		r, err := b.readLease(ctx, id)
-		if err != nil {
+		if last, err = b.readLease(ctx, id); err != nil {
 			return 0, err
 		}
-		if !r.free() {
-			return 0, &store.InUseError{ID: id, PID: r.pid, Host: r.host, Lease: true, Remaining: r.expires.Sub(r.now)}
+		if !last.free() {
+			break
 		}
-		if r.orphaned {
-			force = r.token // take it from the dead holder, unless it changed hands meanwhile
+		if last.orphaned {
+			force = last.token // take it from the dead holder, unless it changed hands meanwhile
 		}
 	}
-	return 0, fmt.Errorf("the lease of %q keeps changing hands", id)
+	return 0, &store.InUseError{ID: id, PID: last.pid, Host: last.host, Lease: true, Remaining: max(0, last.expires.Sub(last.now))}
 }
 
 // Unlock implements [store.Backend]: the lease is released (its row keeps

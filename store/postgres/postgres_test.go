@@ -106,3 +106,12 @@ func TestCrash(t *testing.T) {
 	dropSchemas(t)
 	storetest.Crash(t, factory, storetest.CrashRuns(200), 4, 40*time.Millisecond)
 }
+
+func connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
