@@ -62,8 +62,19 @@ func (v Version) IsZero() bool { return v == Version{} }
 // String returns an opaque token for logs and debugging.
 func (v Version) String() string { return fmt.Sprintf("%d:%d:%d", v.ModTime, v.Size, v.Inode) }
 
+// FileID is a file's identity: the device and inode that hold it, and how
+// many names (hard links) it has. Two names with the same Device and
+// Inode are one file, whatever their paths say: a rule about a path is a
+// rule about every name of the file it names (see the permission layer).
+// The zero FileID means "not known".
+type FileID struct {
+	Device, Inode, Links uint64
+}
+
 // Info is cheap metadata about an existing object.
 type Info struct {
+	// ID is the object's identity (zero where the provider cannot tell).
+	ID   FileID
 	Type Type
 	// Size is the size in bytes (meaningful for files).
 	Size int64
@@ -130,6 +141,9 @@ type Window struct {
 	// Version is the file's version when it was opened: the version a reader
 	// of this window has seen.
 	Version Version
+	// ID is the identity of the file that was read (the one opened, not
+	// whatever its path names now).
+	ID FileID
 }
 
 // Precondition decides, inside the provider's per-file critical section,

@@ -57,6 +57,7 @@ type Checker struct {
 	reg       atomic.Pointer[tool.Registry]
 	sandboxed atomic.Pointer[Sandboxed]
 	realCache sync.Map // directory → its realpath
+	decided   decidedFiles
 
 	// ModeChanged fires after every mode switch, so status lines and ACP
 	// clients follow the mode when an approved plan changes it.
@@ -380,6 +381,10 @@ type Decision struct {
 	// ("allow for this session" records them). Empty when no rule can: an
 	// ask rule, or a line that cannot be analysed.
 	Suggest []string
+	// File is, for read, write and edit, the file decided on: the path
+	// resolved through symbolic links when the decision was made. The
+	// tool confirms it is the file it opens ([Checker.ConfirmFile]).
+	File string
 }
 
 // By is the audit name of the decider, as recorded in tool.Decision.By:
@@ -407,7 +412,7 @@ func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decisi
 	mode, rules := c.rulesFor(sessionOf(call))
 	d := &decider{c: c, mode: mode, rules: rules, cwd: filepath.Clean(cwd), call: call, name: canonical(call.Name)}
 	v := d.decide()
-	out := Decision{Behavior: v.behavior, Mode: mode, Reason: v.reason, Suggest: v.suggest}
+	out := Decision{Behavior: v.behavior, Mode: mode, Reason: v.reason, Suggest: v.suggest, File: v.file}
 	if v.rule != nil {
 		out.Rule, out.Source = v.rule.Text, v.rule.Source
 	}

@@ -23,6 +23,7 @@ type verdict struct {
 	rule     *rule // nil: the mode or the workspace decided
 	reason   string
 	suggest  []string
+	file     string // read, write, edit: the resolved file decided on
 }
 
 // decider decides one call.
@@ -289,7 +290,17 @@ func (d *decider) file() verdict {
 	if d.name == toolGlob {
 		abs = globRoot(abs, a.Pattern)
 	}
-	return d.path(d.name, op, abs, resolve(abs), dirTool, false)
+	real := d.resolve(abs)
+	v := d.path(d.name, op, abs, real, dirTool, false)
+	if !dirTool {
+		v.file = real
+		if v.behavior != Deny {
+			if why := d.linkedToDenied(d.name, real, nil); why != "" {
+				return verdict{behavior: Deny, reason: why, file: real}
+			}
+		}
+	}
+	return v
 }
 
 // globRoot is the directory a glob really searches: the glob tool moves a
@@ -517,11 +528,12 @@ func (c *Checker) ReadFilter(sessionID, cwd, toolName string) func(path string) 
 		return nil
 	}
 	d := &decider{c: c, cwd: filepath.Clean(cwd), name: name}
+	d.rules[Deny.strength()] = deny
 	realCwd, _ := d.workspace() // resolved now: the check runs concurrently
 	files := &realFiles{}
 	return func(path string) bool {
 		abs := absPath(path, d.cwd)
-		real := files.resolve(abs)
+		real, fi := files.resolve(abs)
 		// Deny rules see both spellings of a path; when they are the same
 		// (no symbolic link on the way), matching once is enough.
 		once := abs == real && d.cwd == realCwd
@@ -530,7 +542,8 @@ func (c *Checker) ReadFilter(sessionID, cwd, toolName string) func(path string) 
 				return true
 			}
 		}
-		return false
+		// A file with several names is denied when another one is.
+		return fi != nil && fi.Mode().IsRegular() && d.identityDenied(name, real, statID(fi)) != ""
 	}
 }
 
@@ -554,19 +567,23 @@ type realFiles struct {
 }
 
 // resolve is resolve(abs) for an absolute, clean path, with the directory
-// part cached.
-func (rf *realFiles) resolve(abs string) string {
+// part cached, and the file's lstat when it is not a symbolic link.
+func (rf *realFiles) resolve(abs string) (string, os.FileInfo) {
 	dir, base := filepath.Dir(abs), filepath.Base(abs)
 	if dir == abs {
-		return resolve(abs) // the filesystem root
+		return resolve(abs), nil // the filesystem root
 	}
 	realDir, ok := rf.dirs.Load(dir)
 	if !ok {
 		realDir, _ = rf.dirs.LoadOrStore(dir, resolve(dir))
 	}
 	real := filepath.Join(realDir.(string), base)
-	if fi, err := os.Lstat(real); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return resolve(real)
+	fi, err := os.Lstat(real)
+	if err != nil {
+		return real, nil
 	}
-	return real
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return resolve(real), nil
+	}
+	return real, fi
 }

@@ -184,19 +184,30 @@ func (d *decider) lineDirs(an *analysis.Line, base string) *lineDirs {
 // would: the strictest decision over every place it may be.
 func (d *decider) access(tool string, op fileOp, p string, ld *lineDirs) verdict {
 	if filepath.IsAbs(p) {
-		p = filepath.Clean(p)
-		return d.path(tool, op, p, d.resolve(p), false, false)
+		return d.accessOne(tool, op, filepath.Clean(p), false)
 	}
 	var vs []verdict
 	for _, dir := range ld.dirs {
-		abs := absPath(p, dir)
-		v := d.path(tool, op, abs, d.resolve(abs), false, ld.unknown)
+		v := d.accessOne(tool, op, absPath(p, dir), ld.unknown)
 		if v.behavior == Deny {
 			return v
 		}
 		vs = append(vs, v)
 	}
 	return combine(vs)
+}
+
+// accessOne is access for one place, with the file's other names
+// (hard links) checked for reads.
+func (d *decider) accessOne(tool string, op fileOp, abs string, uncertain bool) verdict {
+	real := d.resolve(abs)
+	v := d.path(tool, op, abs, real, false, uncertain)
+	if v.behavior != Deny && op == opRead {
+		if why := d.linkedToDenied(toolRead, real, nil); why != "" {
+			return verdict{behavior: Deny, reason: why}
+		}
+	}
+	return v
 }
 
 // redirectRead decides an input redirection (< file, $(< file)) as a
@@ -446,6 +457,14 @@ func (d *decider) pathArg(cmd *analysis.Command, pa analysis.PathArg, abs, real 
 		}
 		if r := d.firstRule(d.ask(), t, matches); r != nil {
 			out = ruleVerdict(Ask, r, what())
+		}
+	}
+	if read {
+		if why := d.linkedToDenied(toolRead, real, nil); why != "" {
+			if pa.Access == analysis.AccessUnknown {
+				return verdict{behavior: Ask, reason: fmt.Sprintf("%q may read %s", cmd.Text, why)}
+			}
+			return verdict{behavior: Deny, reason: fmt.Sprintf("%q reads %s", cmd.Text, why)}
 		}
 	}
 	return out

@@ -105,6 +105,7 @@ func (c *Checker) preExecute(ctx context.Context, call tool.Call, next kernel.Ne
 	}
 	d := c.Decide(ctx, eff, cwdOf(call))
 	c.recordDecision(ctx, call, d)
+	c.decided.note(call, d)
 	if d.Behavior == Ask {
 		c.noteAsked(call, d.Suggest)
 	}

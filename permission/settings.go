@@ -144,7 +144,8 @@ func SplitRules(vals []string) []string {
 // Plugin is the permission capability: a [Checker] built from cfg (Home
 // and Cwd default to the site's user home and working directory),
 // installed with [Checker.Install] and provided to front doors (modes,
-// /permissions) and, as a [tool.ReadFilter], to the search tools. A rule
+// /permissions), as a [tool.ReadFilter] to the search tools and as a
+// [tool.FileConfirm] to the file tools. A rule
 // that does not parse is a configuration error.
 //
 // List it last: its pre-execute listener must be outermost, so hooks and
@@ -171,6 +172,9 @@ func Plugin(cfg Config) core.Plugin {
 			return err
 		}
 		if err := core.Provide(h, scope, c); err != nil {
+			return err
+		}
+		if err := core.Provide(h, scope, tool.FileConfirm(c.ConfirmFile)); err != nil {
 			return err
 		}
 		return core.Provide(h, scope, tool.ReadFilter(c.SearchFilter))

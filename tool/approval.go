@@ -1,6 +1,10 @@
 package tool
 
-import "context"
+import (
+	"context"
+
+	"github.com/dshq/dsh/fs"
+)
 
 // ApprovalRequest is an ask decision put to whoever can answer it: the
 // terminal user, an editor over ACP, or a headless policy.
@@ -39,3 +43,13 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Approva
 // provides one (its deny rules on reading) for the search tools, whose
 // results would otherwise list files a read of them is refused.
 type ReadFilter func(ctx context.Context, call Call) func(path string) bool
+
+// FileConfirm confirms that the file a file tool is about to use is the
+// one its call was allowed to use: key is the path the tool resolved just
+// now (the file provider then opens it without following symbolic links),
+// id the identity of the file opened, when known. An error refuses the
+// call and is what the model reads. The permission plugin provides one,
+// so a symbolic link moved between its decision and the tool's run, or a
+// hard link to a denied file, cannot redirect the tool (see
+// permission.Checker.ConfirmFile).
+type FileConfirm func(ctx context.Context, call Call, key string, id fs.FileID) error

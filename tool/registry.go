@@ -413,6 +413,12 @@ func (r *Registry) Finish(ctx context.Context, p *Pending, opts ExecOptions) Out
 	case Deny:
 		res = ErrorResult("Error: " + p.Decision.Reason)
 	case Ask:
+		if err := r.precheck(ctx, p, opts); err != nil {
+			// A call that cannot succeed is not put to the user: the
+			// model reads why, as if the tool had run and failed.
+			res, info = errorResult(err)
+			break
+		}
 		a := r.approve(ctx, p, opts)
 		out.Approval = &a
 		if !a.Allow {
@@ -475,6 +481,29 @@ func safeApprove(ctx context.Context, ap Approver, req ApprovalRequest) (a Appro
 		}
 	}()
 	return ap.Approve(ctx, req)
+}
+
+// Prechecker is implemented by tools that can tell, before anyone is
+// asked to approve a call, that it cannot succeed: an edit of a file the
+// agent has not read, or one outside the directories the tool may touch.
+// The registry runs Precheck on calls that would ask; an error is the
+// call's result (what the model reads), and nobody is asked. It must not
+// change anything: the call may still be refused after it.
+type Prechecker interface {
+	Precheck(ctx context.Context, call Call) error
+}
+
+// precheck runs the tool's Precheck, if it has one.
+func (r *Registry) precheck(ctx context.Context, p *Pending, opts ExecOptions) error {
+	t, _, err := r.lookup(p.Call.Name, opts.Visible)
+	if err != nil || p.Call.Args == nil {
+		return nil // dispatch reports these
+	}
+	pc, ok := t.(Prechecker)
+	if !ok {
+		return nil
+	}
+	return pc.Precheck(ctx, private(p.Call))
 }
 
 // ran records whether and how long dispatch ran the tool itself.

@@ -72,7 +72,14 @@ func Plugin(cfg Config) core.Plugin {
 		}
 		var list []tool.Tool
 		list = append(list, bashtool.Tools(runner, bashtool.Options{Logger: h.Logger, Env: maps.Clone(cfg.Env), Sandbox: sb})...)
-		list = append(list, fstool.Tools(files, policy.New(), fstool.Options{})...)
+		// The file the permission plugin decided on is the file the file
+		// tools use (symbolic and hard links included).
+		list = append(list, fstool.Tools(files, policy.New(), fstool.Options{Confirm: func(ctx context.Context, call tool.Call, key string, id fs.FileID) error {
+			if f, ok := core.Lookup[tool.FileConfirm](h); ok {
+				return f(ctx, call, key, id)
+			}
+			return nil
+		}})...)
 		// Searches are decided by the directory they name; the files in it
 		// that permission rules deny reading are left out of their results.
 		list = append(list, searchtool.Tools(searchtool.Options{Denied: func(ctx context.Context, call tool.Call) func(string) bool {

@@ -31,6 +31,12 @@ var credentialSuffixes = []string{"AUTH", "PWD"}
 // user's git over ssh needs, not a value that can leak).
 var notCredentials = []string{"PWD", "OLDPWD", "SSH_AUTH_SOCK"}
 
+// shellState are variables that change what the shell does with a
+// command line in ways the permission layer's analysis does not follow:
+// CDPATH makes "cd sub" go wherever it lists. Commands never inherit them
+// (a line can still set them, which the analysis sees).
+var shellState = []string{"CDPATH"}
+
 // overrides make tools behave for a non-interactive reader: no colour escape
 // codes, no pagers waiting for a keypress.
 var overrides = [][2]string{
@@ -117,7 +123,7 @@ func childEnv(parent []string, drop []string, explicit map[string]string) []stri
 	}
 	for _, kv := range parent {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || isCredentialName(name) || hasURLCredentials(value) || slices.Contains(drop, name) {
+		if !ok || name == "" || isCredentialName(name) || hasURLCredentials(value) || slices.Contains(drop, name) || slices.Contains(shellState, name) {
 			continue
 		}
 		set(name, value)

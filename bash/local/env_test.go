@@ -61,7 +61,7 @@ func TestChildEnvDropsExtraNamesAndURLCredentials(t *testing.T) {
 	t.Parallel()
 	parent := []string{
 		"PATH=/bin", "PWD=/work", "OLDPWD=/", "GIT_AUTHOR_NAME=me", "MY_PROVIDER_AUTHX=custom",
-		"HEADER_VAR=abc", "DATABASE_URL=postgres://u:p@h/db", "GITHUB_PAT=ghp_x", "DB_PASS=p",
+		"HEADER_VAR=abc", "DATABASE_URL=postgres://u:p@h/db", "GITHUB_PAT=ghp_x", "DB_PASS=p", "CDPATH=/etc",
 	}
 	got := childEnv(parent, []string{"MY_PROVIDER_AUTHX", "HEADER_VAR"}, map[string]string{"HEADER_VAR": "explicit"})
 	for _, kv := range []string{"PATH=/bin", "PWD=/work", "OLDPWD=/", "GIT_AUTHOR_NAME=me", "HEADER_VAR=explicit"} {
@@ -69,7 +69,7 @@ func TestChildEnvDropsExtraNamesAndURLCredentials(t *testing.T) {
 			t.Errorf("%s missing from %q", kv, got)
 		}
 	}
-	for _, bad := range []string{"MY_PROVIDER_AUTHX=", "DATABASE_URL=", "GITHUB_PAT=", "DB_PASS="} {
+	for _, bad := range []string{"MY_PROVIDER_AUTHX=", "DATABASE_URL=", "GITHUB_PAT=", "DB_PASS=", "CDPATH="} {
 		if slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, bad) }) {
 			t.Errorf("%s… not dropped: %q", bad, got)
 		}

@@ -235,7 +235,7 @@ func infoOf(fi iofs.FileInfo) fs.Info {
 	case fi.IsDir():
 		typ = fs.TypeDir
 	}
-	return fs.Info{Type: typ, Size: fi.Size(), Mode: fi.Mode() & keptMode, Version: versionOf(fi)}
+	return fs.Info{ID: fileID(fi), Type: typ, Size: fi.Size(), Mode: fi.Mode() & keptMode, Version: versionOf(fi)}
 }
 
 // keptMode is what an overwrite preserves of the previous file's mode.
@@ -254,6 +254,10 @@ func aborted(op, path string, cause error) *fs.Error {
 	return &fs.Error{Code: fs.CodeAborted, Op: op, Path: path, Err: cause, Message: op + " aborted"}
 }
 
+// errLinkSwap reports a symbolic link where the resolved path had none:
+// something changed the path after it was resolved (and decided on).
+var errLinkSwap = errors.New("a symbolic link appeared on the path after it was resolved, so the file was left alone; resolve it again and retry")
+
 // ioError classifies an operating-system error for the model. verb completes
 // "cannot {verb} {path}".
 func ioError(op, verb, path string, err error) *fs.Error {
@@ -265,6 +269,8 @@ func ioError(op, verb, path string, err error) *fs.Error {
 		e.Code, e.Message = fs.CodeNotFound, fmt.Sprintf("cannot %s %q: a parent path segment is not a directory", verb, path)
 	case errors.Is(err, iofs.ErrPermission):
 		e.Code, e.Message = fs.CodePermission, fmt.Sprintf("cannot %s %q: permission denied", verb, path)
+	case errors.Is(err, errLinkSwap):
+		e.Code, e.Message = fs.CodePermission, fmt.Sprintf("cannot %s %q: %v", verb, path, errLinkSwap)
 	case errors.Is(err, syscall.EISDIR):
 		e.Code, e.Message = fs.CodeNotRegularFile, fmt.Sprintf("cannot %s %q: it is a directory", verb, path)
 	default:

@@ -55,7 +55,7 @@ func (p *Provider) ReadLines(ctx context.Context, t fs.Target, req fs.ReadReques
 	}()
 	s := &lineScanner{
 		ctx: ctx, path: t.Path, req: req, r: r,
-		w: fs.Window{Size: info.Size, Version: info.Version},
+		w: fs.Window{Size: info.Size, Version: info.Version, ID: info.ID},
 	}
 	if err := s.run(); err != nil {
 		return fs.Window{}, err

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+
+	dshfs "github.com/dshq/dsh/fs"
 )
 
 func inode(fs.FileInfo) uint64 { return 0 }
@@ -25,6 +28,36 @@ func checkWritable(name string, fi fs.FileInfo) error {
 
 func nlink(fs.FileInfo) uint64 { return 1 }
 
+func fileID(fs.FileInfo) dshfs.FileID { return dshfs.FileID{} }
+
 var errOwner = errors.New("cannot keep the file's owner and group")
 
 func keepOwner(*os.File, fs.FileInfo) error { return nil }
+
+// Without openat, a file is opened by name; see nofollow_unix.go for what
+// unix systems do instead.
+func openDirNoFollow(dir string, create bool) (*os.File, error) {
+	if create {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return os.Open(dir)
+}
+
+func createTempAt(dir *os.File, base string) (*os.File, string, error) {
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	f, err := os.CreateTemp(dir.Name(), "."+base+".*.tmp")
+	if err != nil {
+		return nil, "", err
+	}
+	return f, filepath.Base(f.Name()), nil
+}
+
+func renameAt(dir *os.File, from, to string) error {
+	return os.Rename(filepath.Join(dir.Name(), from), filepath.Join(dir.Name(), to))
+}
+
+func removeAt(dir *os.File, name string) { _ = os.Remove(filepath.Join(dir.Name(), name)) }

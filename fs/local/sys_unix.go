@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	dshfs "github.com/dshq/dsh/fs"
 )
 
 // inode returns the file's inode number, which changes when a file is
@@ -22,15 +24,16 @@ func inode(fi fs.FileInfo) uint64 {
 }
 
 // openRead opens name for reading without blocking on FIFOs (a FIFO with no
-// writer would otherwise hang the read tool until someone opened it).
+// writer would otherwise hang the read tool until someone opened it), and
+// without following symbolic links (see openNoFollow).
 func openRead(name string) (*os.File, error) {
-	return os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return openNoFollow(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // openWrite opens an existing file for writing in place, without blocking
-// should it have become a FIFO.
+// should it have become a FIFO, and without following symbolic links.
 func openWrite(name string) (*os.File, error) {
-	return os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	return openNoFollow(name, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 }
 
 // checkWritable refuses to replace a file the process may not write.
@@ -48,6 +51,15 @@ func checkWritable(name string, fi fs.FileInfo) error {
 		return &os.PathError{Op: "access", Path: name, Err: err}
 	}
 	return nil
+}
+
+// fileID returns the file's device, inode and hard-link count.
+func fileID(fi fs.FileInfo) dshfs.FileID {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return dshfs.FileID{}
+	}
+	return dshfs.FileID{Device: uint64(st.Dev), Inode: uint64(st.Ino), Links: uint64(st.Nlink)} //nolint:unconvert // types differ between platforms
 }
 
 // nlink returns the file's hard-link count.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
@@ -28,8 +29,10 @@ func (p *Provider) Write(ctx context.Context, t fs.Target, content string, check
 	defer unlock()
 
 	var cur *fs.Version
-	fi, err := os.Stat(t.Key)
+	fi, err := os.Lstat(t.Key)
 	switch {
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
+		return fs.WriteResult{}, ioError("write", "write", t.Path, &os.PathError{Op: "write", Path: t.Key, Err: errLinkSwap})
 	case err == nil:
 		info := infoOf(fi)
 		if info.Type != fs.TypeFile {
@@ -70,7 +73,12 @@ func (p *Provider) Write(ctx context.Context, t fs.Target, content string, check
 // (unreadable, NUL bytes, invalid UTF-8). Failing to read it never fails the
 // write: the diff is presentation, the write is the point.
 func diffBasis(name string) *string {
-	b, err := os.ReadFile(name)
+	f, err := openRead(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil || bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
 		return nil
 	}
@@ -113,26 +121,27 @@ func replaceFile(name string, data []byte, prev iofs.FileInfo, newMode iofs.File
 // directory is written, synced, given prev's owner and group (when prev is
 // set) and mode, then renamed over name, and the directory is synced so the
 // rename itself survives a crash. Missing parent directories are created.
-// It returns the new file's version.
+// The directory is opened once, without following symbolic links, and
+// every step goes through it: a link swapped into the path meanwhile
+// makes the write fail rather than land elsewhere. It returns the new
+// file's version.
 func writeAtomic(name string, data []byte, mode iofs.FileMode, prev iofs.FileInfo) (fs.Version, error) {
-	dir, base := filepath.Split(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		if errors.Is(err, iofs.ErrExist) { // a parent segment is a file
-			err = &os.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	dirName, base := filepath.Split(name)
+	dir, err := openDirNoFollow(filepath.Clean(dirName), true)
+	if err != nil {
+		if !errors.Is(err, errLinkSwap) && (errors.Is(err, syscall.ENOTDIR) || errors.Is(err, iofs.ErrExist)) { // a parent segment is a file
+			err = &os.PathError{Op: "mkdir", Path: dirName, Err: syscall.ENOTDIR}
 		}
 		return fs.Version{}, err
 	}
-	if len(base) > 200 { // keep ".{base}.{random}.tmp" within NAME_MAX
-		base = base[:200]
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp") // 0600, O_EXCL: never clobbers
+	defer dir.Close()
+	f, tmp, err := createTempAt(dir, base) // 0600, O_EXCL: never clobbers
 	if err != nil {
 		return fs.Version{}, err
 	}
-	tmp := f.Name()
 	fail := func(err error) (fs.Version, error) {
 		_ = f.Close()
-		_ = os.Remove(tmp)
+		removeAt(dir, tmp)
 		return fs.Version{}, err
 	}
 	if _, err := f.Write(data); err != nil {
@@ -151,19 +160,19 @@ func writeAtomic(name string, data []byte, mode iofs.FileMode, prev iofs.FileInf
 	if err := f.Chmod(mode); err != nil {
 		return fail(err)
 	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(tmp)
-		return fs.Version{}, err
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		_ = os.Remove(tmp)
-		return fs.Version{}, err
-	}
-	syncDir(dir)
-	fi, err := os.Stat(name)
+	fi, err := f.Stat()
 	if err != nil {
-		return fs.Version{}, fmt.Errorf("fs/local: stat after write: %w", err)
+		return fail(err)
 	}
+	if err := f.Close(); err != nil {
+		removeAt(dir, tmp)
+		return fs.Version{}, err
+	}
+	if err := renameAt(dir, tmp, base); err != nil {
+		removeAt(dir, tmp)
+		return fs.Version{}, err
+	}
+	_ = dir.Sync()
 	return versionOf(fi), nil
 }
 
@@ -213,17 +222,6 @@ func readOnly(op, verb, path string, err error) *fs.Error {
 	}
 	return &fs.Error{Code: fs.CodePermission, Op: op, Path: path, Err: err,
 		Message: fmt.Sprintf("cannot %s %q: permission denied (the file is read-only for dsh; it is left unchanged)", verb, path)}
-}
-
-// syncDir makes a rename in dir durable. Failure is ignored: some
-// filesystems do not support syncing directories, and the data is written.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	_ = d.Sync()
-	_ = d.Close()
 }
 
 // sizeString formats a byte count for messages ("16 MiB", "2.0 GiB").

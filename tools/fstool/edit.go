@@ -69,7 +69,11 @@ func (t *editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	res, err := t.e.p.Edit(ctx, tg, fs.Edit{Old: *a.OldString, New: *a.NewString, ReplaceAll: replaceAll}, t.e.guard(call, tg))
+	pre, err := t.e.confirmChange(ctx, call, tg)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	res, err := t.e.p.Edit(ctx, tg, fs.Edit{Old: *a.OldString, New: *a.NewString, ReplaceAll: replaceAll}, pre)
 	if err != nil {
 		return tool.Result{}, explainNoMatch(err, *a.OldString)
 	}
@@ -98,6 +102,17 @@ func explainNoMatch(err error, old string) error {
 		hint = "old_string seems to include line-number prefixes from read's output (the number and the tab before each line); copy only the text after the tab."
 	}
 	return &fs.Error{Code: fe.Code, Op: fe.Op, Path: fe.Path, Err: fe, Message: fe.Message + ". " + hint}
+}
+
+// Precheck implements [tool.Prechecker]: an edit of a file that does not
+// exist, or that the read-before-write policy refuses, is refused before
+// anyone is asked to approve it.
+func (t *editTool) Precheck(ctx context.Context, call tool.Call) error {
+	a, ok := decodeEdit(call.Args)
+	if !ok {
+		return nil
+	}
+	return t.e.precheckChange(ctx, call, *a.FilePath, true)
 }
 
 // PresentCall implements [tool.CallPresenter]: the requested replacement.

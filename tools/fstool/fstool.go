@@ -32,6 +32,13 @@ type Options struct {
 	// CountLimit is the largest file (bytes) whose total line count read
 	// reports; beyond it read stops at the window and says the file goes on.
 	CountLimit int64
+	// Confirm, when set, is asked about the file a call names once it is
+	// opened (read) or just before it changes (write, edit), with the key
+	// the tool resolved and the identity of the file: an error refuses
+	// the call, and is what the model reads. The app sets it to the
+	// permission checker's (permission.Checker.ConfirmFile), so that the
+	// file the permission layer decided on is the file the tool uses.
+	Confirm func(ctx context.Context, call tool.Call, key string, id fs.FileID) error
 }
 
 func (o Options) withDefaults() Options {
@@ -97,6 +104,64 @@ func (e *env) guard(call tool.Call, tg fs.Target) fs.Precondition {
 		return nil
 	}
 	return e.t.Guard(owner(call), tg)
+}
+
+// confirmChange confirms the file a write or edit is about to change (see
+// Options.Confirm) and returns the precondition to change it with: the
+// caller's read-before-write guard, and that the file is still the one
+// confirmed (not replaced by another, a hard link say, meanwhile).
+func (e *env) confirmChange(ctx context.Context, call tool.Call, tg fs.Target) (fs.Precondition, error) {
+	pre := e.guard(call, tg)
+	if e.o.Confirm == nil {
+		return pre, nil
+	}
+	info, err := e.p.Stat(ctx, tg)
+	if err != nil {
+		return nil, err
+	}
+	var id fs.FileID
+	var inode uint64
+	if info != nil {
+		id, inode = info.ID, info.Version.Inode
+	}
+	if err := e.o.Confirm(ctx, call, tg.Key, id); err != nil {
+		return nil, err
+	}
+	existed := info != nil
+	return func(cur *fs.Version) error {
+		if (cur != nil) != existed || cur != nil && cur.Inode != inode {
+			return fs.Errorf(fs.CodeStale, "policy", tg.Path,
+				"cannot change %q: it was replaced while its permission was being checked; retry", tg.Path)
+		}
+		if pre != nil {
+			return pre(cur)
+		}
+		return nil
+	}, nil
+}
+
+// precheckChange is the precheck of write and edit: the path resolves
+// (inside the provider's roots), and the read-before-write policy would
+// let the caller change the file as it is now. mustExist is set for edit.
+func (e *env) precheckChange(ctx context.Context, call tool.Call, path string, mustExist bool) error {
+	tg, err := e.resolve(ctx, call, path)
+	if err != nil {
+		return err
+	}
+	info, err := e.p.Stat(ctx, tg)
+	if err != nil {
+		return nil // the tool reports it when it runs
+	}
+	if info == nil {
+		if mustExist {
+			return fs.Errorf(fs.CodeNotFound, "edit", tg.Path, "cannot edit %q: the file does not exist; use write to create it", tg.Path)
+		}
+		return nil
+	}
+	if e.t == nil {
+		return nil
+	}
+	return e.t.CheckWrite(owner(call), tg, &info.Version)
 }
 
 // describe fills the option placeholders of an embedded description.

@@ -84,6 +84,12 @@ func (t *readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if err != nil {
 		return tool.Result{}, err
 	}
+	if t.e.o.Confirm != nil {
+		// The window is discarded unless the file read is the one allowed.
+		if err := t.e.o.Confirm(ctx, call, tg.Key, w.ID); err != nil {
+			return tool.Result{}, err
+		}
+	}
 	if len(w.Lines) == 0 && offset > w.TotalLines && !(w.TotalLines == 0 && offset == 1) {
 		return tool.Result{}, fs.Errorf(fs.CodeNotFound, "read", tg.Path,
 			"offset %d is out of range for %q (%d lines)", offset, tg.Path, w.TotalLines)

@@ -55,7 +55,11 @@ func (t *writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error
 	if err != nil {
 		return tool.Result{}, err
 	}
-	res, err := t.e.p.Write(ctx, tg, *a.Content, t.e.guard(call, tg))
+	pre, err := t.e.confirmChange(ctx, call, tg)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	res, err := t.e.p.Write(ctx, tg, *a.Content, pre)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -72,6 +76,16 @@ func (t *writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error
 		Content: tool.TextResult(envelope(tg.Path, verb+" file")).Content,
 		Meta:    encodeMeta(m),
 	}, nil
+}
+
+// Precheck implements [tool.Prechecker]: a write the read-before-write
+// policy refuses is refused before anyone is asked to approve it.
+func (t *writeTool) Precheck(ctx context.Context, call tool.Call) error {
+	a, ok := decodeWrite(call.Args)
+	if !ok {
+		return nil
+	}
+	return t.e.precheckChange(ctx, call, *a.FilePath, false)
 }
 
 // PresentCall implements [tool.CallPresenter]: the whole content as a new
