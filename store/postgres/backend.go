@@ -444,18 +444,16 @@ func (b *Backend) loadOnce(ctx context.Context, id session.ID) (*store.Stored, e
 		return nil, err
 	}
 	events := make([]session.Event, 0, count)
-	var bad []int // indexes of rows that do not parse
+	bad := make([]bool, 0, count) // rows that do not parse
 	err = scanEvents(rows, func(e session.Event, ok bool) bool {
-		if !ok {
-			bad = append(bad, len(events))
-		}
+		bad = append(bad, !ok)
 		events = append(events, e)
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	keep, err := committed(events, bad)
+	keep, err := store.CommittedRows(events, bad)
 	if err != nil {
 		return nil, fmt.Errorf("session %q: %w", id, err)
 	}
@@ -464,37 +462,6 @@ func (b *Backend) loadOnce(ctx context.Context, id session.ID) (*store.Stored, e
 		st.Torn = int64(keep)
 	}
 	return st, nil
-}
-
-// committed applies the committed-region rule to rows in seq order: a bad
-// row (unparsable, or seq not its index) at or before the last intact
-// turn/end is corruption; after it, it starts a torn tail (a row written by
-// something other than this backend: its own writes are transactions), and
-// the intact rows before it are kept.
-func committed(events []session.Event, bad []int) (keep int, err error) {
-	isBad := func(i int) bool { _, found := slices.BinarySearch(bad, i); return found }
-	lastTurnEnd := -1
-	for i := range events {
-		if events[i].Type == session.TypeTurnEnd && !isBad(i) {
-			lastTurnEnd = i
-		}
-	}
-	for i := range events {
-		b := isBad(i)
-		if !b && events[i].Seq == int64(i) {
-			continue
-		}
-		if i > lastTurnEnd {
-			return i, nil
-		}
-		if b {
-			return 0, &store.CorruptError{Seq: events[i].Seq, Line: -1,
-				Detail: fmt.Sprintf("unparsable committed event at seq %d", events[i].Seq)}
-		}
-		return 0, &store.CorruptError{Seq: events[i].Seq, Line: -1,
-			Detail: fmt.Sprintf("seq gap in committed region (expected %d, got %d)", i, events[i].Seq)}
-	}
-	return len(events), nil
 }
 
 // LoadStored implements [store.Backend].

@@ -526,7 +526,7 @@ func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error
 	if err != nil {
 		return nil, err
 	}
-	keep, err := committed(all, bad)
+	keep, err := store.CommittedRows(all, bad)
 	if err != nil || keep < len(all) {
 		// Parts read on separate connections see separate snapshots: a
 		// write committed between them (another process repairing or
@@ -535,7 +535,7 @@ func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error
 		if all, bad, err = b.readRows(ctx, id, n, false); err != nil {
 			return nil, err
 		}
-		keep, err = committed(all, bad)
+		keep, err = store.CommittedRows(all, bad)
 	}
 	if err != nil {
 		var ce *store.CorruptError
@@ -549,36 +549,6 @@ func (b *Backend) load(ctx context.Context, id session.ID) (*store.Stored, error
 		st.Torn = int64(keep)
 	}
 	return st, nil
-}
-
-// committed applies the committed-region rule to rows ordered by seq: a bad
-// row (unparsable, or seq not its index) at or before the last intact
-// turn/end is corruption; after it, it starts a torn tail, and the intact
-// rows before it are kept. keep is how many rows are kept; rows from seq
-// keep on are to be deleted.
-func committed(events []session.Event, bad []bool) (keep int, err error) {
-	lastTurnEnd := -1
-	for i := range events {
-		if !bad[i] && events[i].Type == session.TypeTurnEnd {
-			lastTurnEnd = i
-		}
-	}
-	for i := range events {
-		e := &events[i]
-		if !bad[i] && e.Seq == int64(i) {
-			continue
-		}
-		if i > lastTurnEnd {
-			return i, nil
-		}
-		if bad[i] {
-			return 0, &store.CorruptError{Seq: e.Seq, Line: -1,
-				Detail: fmt.Sprintf("unparsable committed event at seq %d", e.Seq)}
-		}
-		return 0, &store.CorruptError{Seq: e.Seq, Line: -1,
-			Detail: fmt.Sprintf("seq gap in committed region (expected %d, got %d)", i, e.Seq)}
-	}
-	return len(events), nil
 }
 
 // LoadStored implements [store.Backend].
