@@ -667,7 +667,9 @@ func (c *Coordinator) List(ctx context.Context, q Query) ([]Info, error) {
 }
 
 // Release stores whatever the session id still has pending, then forgets it
-// and drops its writer lock, so another process may resume it. The agent
+// and drops its writer lock, so another process may resume it. A session
+// whose lease another process took over ([ErrFenced]) is forgotten too,
+// its pending events dropped, and the error returned. The agent
 // registry calls it when an agent is disposed. It is a no-op for an
 // untracked id.
 func (c *Coordinator) Release(ctx context.Context, id session.ID) error {
@@ -680,9 +682,16 @@ func (c *Coordinator) Release(ctx context.Context, id session.ID) error {
 	if st == nil {
 		return nil
 	}
+	var lost error
 	if st.owner != nil {
 		if err := c.drainLocked(ctx, st.owner); err != nil {
-			return err
+			if !errors.Is(err, ErrFenced) {
+				return err
+			}
+			// Another process holds the session now: what is pending can
+			// never be written, and keeping it would only hold memory
+			// (a long-lived server releases every disposed agent).
+			lost = err
 		}
 		c.mu.Lock()
 		delete(c.bufs, st.owner)
@@ -690,7 +699,7 @@ func (c *Coordinator) Release(ctx context.Context, id session.ID) error {
 		c.mu.Unlock()
 	}
 	c.setState(id, nil)
-	return c.backend.Unlock(id)
+	return errors.Join(lost, c.backend.Unlock(id))
 }
 
 // close is the scope disposer: drain every session, then close the backend.

@@ -475,3 +475,55 @@ func storedSeqs(url, schema string, id session.ID) ([]int64, error) {
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
+
+// TestFencedLiveSessionReleased: a live session whose lease was taken over
+// cannot flush, and releasing it forgets it (its pending events can never
+// be written), so a long-lived process does not keep it.
+func TestFencedLiveSessionReleased(t *testing.T) {
+	ctx := context.Background()
+	url, schema := pgtest.Schema(t)
+	clock := newFakeClock()
+	ttl := 10 * time.Second
+	bA, err := Open(ctx, Options{URL: url, Schema: schema, Host: "host-a", LeaseTTL: ttl, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := session.NewLive(storetest.FixedClock())
+	scope := kernel.NewScope("a")
+	defer scope.Close()
+	a, err := store.Attach(scope, live, bA, store.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := live.Create(ctx, scope, "live-fenced", session.Options{Header: session.Header{Cwd: "/w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.Apply(ctx, s, storetest.OneTurn(1, "one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.FlushSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	b := newWriter(t, url, schema, Options{Host: "host-b", LeaseTTL: ttl, Now: clock.Now})
+	clock.Advance(ttl + time.Second)
+	if _, _, err := b.c.Load(ctx, "live-fenced"); err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.Apply(ctx, s, storetest.OneTurn(2, "lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.FlushSession(ctx, s); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("flush after the takeover: %v", err)
+	}
+	if err := a.Release(ctx, "live-fenced"); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("release: %v", err)
+	}
+	// Forgotten: loading it again asks the lease, which host-b has.
+	if _, _, err := a.Load(ctx, "live-fenced"); !errors.Is(err, store.ErrInUse) {
+		t.Fatalf("load after the release: %v", err)
+	}
+	if err := a.Release(ctx, "live-fenced"); err != nil {
+		t.Fatalf("a second release: %v", err)
+	}
+}
