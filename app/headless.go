@@ -12,6 +12,7 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 )
@@ -74,12 +75,16 @@ func (a *App) RunHeadless(ctx context.Context, ho HeadlessOptions) (int, error) 
 		return ExitUsage, fmt.Errorf("unknown output format %q (want text, json or stream-json)", ho.Format)
 	}
 	start := a.opts.Now()
-	if a.MCP != nil {
-		// A short run must not start before MCP servers without a cached
-		// tool list have connected, or their tools would be missing.
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = a.MCP.WaitReady(wctx)
-		cancel()
+	// MCP servers start in the background and never hold up the prompt: a
+	// server with a cached tool list has its tools registered already (a
+	// call waits for the server to start); one seen for the first time adds
+	// its tools once it has connected.
+	if a.MCP != nil && a.opts.Site.Warn != nil {
+		for _, st := range a.MCP.Servers() {
+			if st.State == mcp.StateConnecting && len(st.Tools) == 0 {
+				a.opts.Site.Warn(fmt.Sprintf("mcp: server %q is still starting and its tools are not known yet: they join once it is connected (later runs have them from the start)", st.Name))
+			}
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		// Interrupted before anything ran: the documented code for a

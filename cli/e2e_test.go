@@ -555,37 +555,57 @@ func TestResumeElsewhereKeepsProjectUntrusted(t *testing.T) {
 	}
 }
 
-// TestHeadlessInterruptBeforeTheTurn: SIGINT while a headless run waits for
-// its MCP servers to connect exits with the documented "cancelled" code.
-func TestHeadlessInterruptBeforeTheTurn(t *testing.T) {
+// TestHeadlessInterruptWhileMCPStarts: SIGINT while an MCP server is still
+// starting (and the model has not answered) exits with the documented
+// "cancelled" code.
+func TestHeadlessInterruptWhileMCPStarts(t *testing.T) {
 	dir, home := t.TempDir(), t.TempDir()
 	arg := fmt.Sprintf("97.%d", os.Getpid()%1000) // a sleep only this test starts
 	cfg := `{"mcpServers":{"slow":{"command":"sleep","args":["` + arg + `"]}}}`
 	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	asked := make(chan struct{}, 1)
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
 	cmd := exec.Command(dshBin, "-p", "--model", "deepseek/deepseek-chat", "hi")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL=http://127.0.0.1:1", "DSH_MODEL=")
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL="+srv.URL, "DSH_MODEL=")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until dsh has started the MCP server, so it is in the wait.
-	deadline := time.Now().Add(20 * time.Second)
-	for !childRuns(cmd.Process.Pid, "sleep\x00"+arg) {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatal("dsh never started the MCP server")
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The prompt reaches the model while the MCP server is still starting:
+	// a server that never answers does not hold the first request up.
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the first request never reached the model")
+	}
+	if !childRuns(cmd.Process.Pid, "sleep\x00"+arg) {
+		t.Error("the MCP server was not started, or not in the background")
 	}
 	_ = cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	ee, _ := err.(*exec.ExitError)
 	if ee == nil || ee.ExitCode() != 3 {
 		t.Fatalf("exit %v, want 3 (cancelled); stderr %q", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), `server "slow" is still starting`) {
+		t.Errorf("stderr does not say the server is still starting: %q", errb.String())
 	}
 }
 

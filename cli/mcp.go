@@ -50,6 +50,7 @@ lazy servers show the tool list cached from their last run.`,
 	fl.BoolVar(&o.noConnect, "no-connect", false, "do not start servers; show cached tool lists")
 	fl.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for each server to start")
 	fl.StringVar(&o.settingsFile, "settings", "", "an extra settings file, applied last")
+	fl.BoolVar(&o.trust, "trust", false, "trust this project's MCP servers and settings (recorded in $DSH_HOME/trust.json)")
 	root.AddCommand(list)
 	return root
 }
@@ -57,6 +58,7 @@ lazy servers show the tool list cached from their last run.`,
 type mcpListOptions struct {
 	json         bool
 	noConnect    bool
+	trust        bool
 	timeout      time.Duration
 	settingsFile string
 }
@@ -87,12 +89,21 @@ func runMCPList(ctx context.Context, stdio IO, o mcpListOptions) error {
 			fmt.Fprintln(stdio.Err, "dsh: warning: "+line)
 		}
 	}
+	// --trust records this project's trust, as for a run; without it a
+	// project's servers are listed as untrusted until it is trusted.
+	here, err := trust.Policy{Home: h, Grant: o.trust}.Decide(cwd)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	store := &trust.Store{Path: filepath.Join(h, trust.DefaultFile)}
 	m, err := mcp.New(mcp.Options{
 		Tools: tool.NewRegistry(),
 		Home:  h,
 		Cwd:   cwd,
 		Trusted: func(dir string) bool {
+			if dir == cwd {
+				return here
+			}
 			ok, err := store.IsTrusted(dir, trust.ProjectFiles(dir)...)
 			return err == nil && ok
 		},

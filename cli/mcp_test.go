@@ -89,13 +89,16 @@ func TestMCPList(t *testing.T) {
 		}
 	}
 
-	// Once the project is trusted, its server is started (and fails here).
-	st := &trust.Store{Path: filepath.Join(home, trust.DefaultFile)}
-	if err := st.Trust(proj, trust.ProjectFiles(proj)...); err != nil {
-		t.Fatal(err)
+	// --trust trusts the project (as for a run): its server is started
+	// (and fails here), now and in later listings.
+	for _, args := range [][]string{{"--trust"}, nil} {
+		out = run(args...)
+		if !strings.Contains(out, "failed · 0 tools · gave up after 1 failed attempt: starting: fork/exec /nonexistent/server") {
+			t.Errorf("trusted project server (%v):\n%s", args, out)
+		}
 	}
-	out = run()
-	if !strings.Contains(out, "failed · 0 tools · gave up after 1 failed attempt: starting: fork/exec /nonexistent/server") {
-		t.Errorf("trusted project server:\n%s", out)
+	st := &trust.Store{Path: filepath.Join(home, trust.DefaultFile)}
+	if ok, err := st.IsTrusted(proj, trust.ProjectFiles(proj)...); err != nil || !ok {
+		t.Errorf("--trust did not record the trust: %v %v", ok, err)
 	}
 }

@@ -64,7 +64,9 @@ const ProjectFile = ".mcp.json"
 // dsh adds a few optional keys: startup ("lazy", the default, or
 // "eager"), timeout (per-call timeout in milliseconds), toolSearch (true
 // to expose this server's tools only through mcp_tool_search/mcp_call,
-// false to always list them), cwd and disabled.
+// false to always list them), structuredContent (true to give the model a
+// result's structured content even when its text already says the same),
+// cwd and disabled.
 type ServerConfig struct {
 	// Name is the key in mcpServers; tools are named mcp__<name>__<tool>.
 	Name string `json:"-"`
@@ -80,7 +82,11 @@ type ServerConfig struct {
 	Startup    string `json:"startup,omitempty"`
 	TimeoutMs  int64  `json:"timeout,omitempty"`
 	ToolSearch *bool  `json:"toolSearch,omitempty"`
-	Disabled   bool   `json:"disabled,omitempty"`
+	// StructuredContent, when true, adds a result's structured content
+	// (as JSON) to its text content; by default it is sent only when the
+	// result has no text, which usually says the same.
+	StructuredContent bool `json:"structuredContent,omitempty"`
+	Disabled          bool `json:"disabled,omitempty"`
 
 	// Source says where the server was configured (Source* constants).
 	Source string `json:"-"`

@@ -138,6 +138,7 @@ type budget struct {
 	lim         resultLimits
 	text, image int // left
 	total, kept int // characters of text seen and kept
+	save        func(mime string, data []byte) (string, error)
 }
 
 // take returns what of s fits in the text budget; ok is false when s had
@@ -159,17 +160,31 @@ func (b *budget) take(s string) (_ string, ok bool) {
 	return s, s != ""
 }
 
-// imageBlock returns an image block for data, or a note when the image
-// budget cannot hold it.
-func (b *budget) imageBlock(mime string, data []byte) llm.Block {
+// imageBlocks returns an image, or a note when the image budget cannot
+// hold it. A kept image comes with a short note naming the file it was
+// saved to: a model that takes images sees both; one that does not (whose
+// adapter leaves image blocks out) still learns there was one and where it
+// is, instead of a page of base64.
+func (b *budget) imageBlocks(mime string, data []byte) []llm.Block {
 	if b.lim.image > 0 {
 		if len(data) > b.image {
-			return llm.Text(fmt.Sprintf("[image: %s, %s bytes, not shown: the images of one MCP tool result are limited to %s bytes in all]",
-				mime, thousands(len(data)), thousands(b.lim.image)))
+			return []llm.Block{llm.Text(fmt.Sprintf("[image: %s, %s bytes, not shown: the images of one MCP tool result are limited to %s bytes in all]",
+				mime, thousands(len(data)), thousands(b.lim.image)))}
 		}
 		b.image -= len(data)
 	}
-	return llm.Block{Type: llm.BlockImage, MimeType: mime, URL: "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)}
+	where := "not saved"
+	if b.save != nil {
+		if path, err := b.save(mime, data); err == nil {
+			where = "saved to " + path
+		} else {
+			where = "not saved: " + err.Error()
+		}
+	}
+	return []llm.Block{
+		llm.Text(fmt.Sprintf("[image: %s, %s bytes, %s]", mime, thousands(len(data)), where)),
+		{Type: llm.BlockImage, MimeType: mime, URL: "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)},
+	}
 }
 
 // cutNote says how much text was cut, or "" when nothing was.
@@ -182,16 +197,28 @@ func (b *budget) cutNote() string {
 		thousands(b.total-b.kept), thousands(b.total), thousands(b.lim.text))
 }
 
+// convertOptions say how to convert one server's results.
+type convertOptions struct {
+	// structured adds structured content even when the result has text.
+	structured bool
+	// save keeps an image in a file and returns its path (nil: not saved).
+	save func(mime string, data []byte) (string, error)
+}
+
 // convertResult maps an MCP tool result onto dsh content: text stays text,
-// images become image blocks with data URLs, resource links and embedded
-// resources become text naming their URI, audio is described, and
-// structured content is added as JSON text when the text content does not
-// already carry it. isError marks the result as a tool error. The server's
-// text beyond lim.text characters is cut, with a note saying how much;
-// images beyond lim.image bytes are replaced by a note.
-func convertResult(res *sdk.CallToolResult, lim resultLimits) tool.Result {
+// images become image blocks with data URLs (each with a note naming the
+// file it was saved to), resource links and embedded resources become text
+// naming their URI, audio is described, and structured content is added as
+// JSON text only when the result has no text (servers mirror it as text,
+// and sending both doubles what the model reads) or the server's config
+// asks for it. Adjacent text blocks are joined with a blank line, so
+// adapters that concatenate a result's text do not run them together.
+// isError marks the result as a tool error. The server's text beyond
+// lim.text characters is cut, with a note saying how much; images beyond
+// lim.image bytes are replaced by a note.
+func convertResult(res *sdk.CallToolResult, lim resultLimits, opts convertOptions) tool.Result {
 	out := tool.Result{IsError: res.IsError}
-	b := &budget{lim: lim, text: lim.text, image: lim.image}
+	b := &budget{lim: lim, text: lim.text, image: lim.image, save: opts.save}
 	text := func(s string) {
 		if s, ok := b.take(s); ok {
 			out.Content = append(out.Content, llm.Text(s))
@@ -208,7 +235,7 @@ func convertResult(res *sdk.CallToolResult, lim resultLimits) tool.Result {
 			if mime == "" {
 				mime = "image/png"
 			}
-			out.Content = append(out.Content, b.imageBlock(mime, c.Data))
+			out.Content = append(out.Content, b.imageBlocks(mime, c.Data)...)
 		case *sdk.AudioContent:
 			out.Content = append(out.Content, llm.Text(fmt.Sprintf("[audio: %s, %d bytes, not shown]", orUnknown(c.MIMEType), len(c.Data))))
 		case *sdk.ResourceLink:
@@ -221,11 +248,12 @@ func convertResult(res *sdk.CallToolResult, lim resultLimits) tool.Result {
 			}
 		}
 	}
-	if res.StructuredContent != nil {
+	if res.StructuredContent != nil && (len(texts) == 0 || opts.structured) {
 		if j, err := json.Marshal(res.StructuredContent); err == nil && !carriesJSON(texts, j) {
 			text(string(j))
 		}
 	}
+	out.Content = joinTexts(out.Content)
 	if note := b.cutNote(); note != "" {
 		out.Content = append(out.Content, llm.Text(note))
 	}
@@ -234,6 +262,20 @@ func convertResult(res *sdk.CallToolResult, lim resultLimits) tool.Result {
 		if out.IsError {
 			out.Content = []llm.Block{llm.Text("Error: the MCP tool failed without a message")}
 		}
+	}
+	return out
+}
+
+// joinTexts merges runs of adjacent text blocks into one, separated by a
+// blank line.
+func joinTexts(bs []llm.Block) []llm.Block {
+	var out []llm.Block
+	for _, b := range bs {
+		if n := len(out); n > 0 && b.Type == llm.BlockText && out[n-1].Type == llm.BlockText {
+			out[n-1].Text = strings.TrimRight(out[n-1].Text, "\n") + "\n\n" + b.Text
+			continue
+		}
+		out = append(out, b)
 	}
 	return out
 }
@@ -299,7 +341,7 @@ func embeddedResource(r *sdk.ResourceContents, b *budget) []llm.Block {
 	}
 	switch {
 	case r.Blob != nil && strings.HasPrefix(r.MIMEType, "image/"):
-		return []llm.Block{llm.Text(head), b.imageBlock(r.MIMEType, r.Blob)}
+		return append([]llm.Block{llm.Text(head)}, b.imageBlocks(r.MIMEType, r.Blob)...)
 	case r.Blob != nil:
 		return []llm.Block{llm.Text(fmt.Sprintf("%s binary data, %d bytes, not shown", head, len(r.Blob)))}
 	}

@@ -41,6 +41,12 @@ func TestExpand(t *testing.T) {
 }
 
 func TestConvertResult(t *testing.T) {
+	saved := map[string][]byte{}
+	save := func(mime string, data []byte) (string, error) {
+		p := "/state/" + mime
+		saved[p] = data
+		return p, nil
+	}
 	res := convertResult(&sdk.CallToolResult{
 		Content: []sdk.Content{
 			&sdk.TextContent{Text: `{"a":1}`},
@@ -50,33 +56,38 @@ func TestConvertResult(t *testing.T) {
 			&sdk.ResourceLink{URI: "file:///x", Title: "X", Description: "the x file"},
 		},
 		StructuredContent: map[string]any{"a": 1},
-	}, resultLimits{})
-	want := []string{`{"a":1}`, "[audio: audio/wav, 4 bytes, not shown]", "[resource: img://1] (image/gif)", "",
-		"[resource: bin://1] (application/zip) binary data, 2 bytes, not shown", "[resource: file:///x] X: the x file"}
-	if len(res.Content) != len(want) {
+	}, resultLimits{}, convertOptions{save: save})
+	// Text blocks in a row become one, a blank line between them; an image
+	// keeps its note (the file it was saved to) beside it.
+	if len(res.Content) != 3 {
 		t.Fatalf("content = %+v", res.Content)
 	}
-	for i, w := range want {
-		b := res.Content[i]
-		if i == 3 {
-			if b.Type != llm.BlockImage || b.URL != "data:image/gif;base64,R0lGOA==" {
-				t.Errorf("embedded image = %+v", b)
-			}
-			continue
-		}
-		if b.Type != llm.BlockText || b.Text != w {
-			t.Errorf("block %d = %+v, want %q", i, b, w)
-		}
+	if got, want := res.Content[0].Text, "{\"a\":1}\n\n[audio: audio/wav, 4 bytes, not shown]\n\n[resource: img://1] (image/gif)\n\n[image: image/gif, 4 bytes, saved to /state/image/gif]"; got != want {
+		t.Errorf("text before the image:\n got %q\nwant %q", got, want)
 	}
-	// Structured content mirrored as text is not repeated; otherwise it is
-	// added as JSON.
-	if r := convertResult(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}, StructuredContent: []int{1, 2}}, resultLimits{}); llm.TextOf(r.Content) != "hi[1,2]" {
-		t.Errorf("structured = %+v", r.Content)
+	if b := res.Content[1]; b.Type != llm.BlockImage || b.URL != "data:image/gif;base64,R0lGOA==" || string(saved["/state/image/gif"]) != "GIF8" {
+		t.Errorf("embedded image = %+v (saved %q)", b, saved)
 	}
-	if r := convertResult(&sdk.CallToolResult{IsError: true}, resultLimits{}); !r.IsError || !strings.Contains(llm.TextOf(r.Content), "without a message") {
+	if got, want := res.Content[2].Text, "[resource: bin://1] (application/zip) binary data, 2 bytes, not shown\n\n[resource: file:///x] X: the x file"; got != want {
+		t.Errorf("text after the image:\n got %q\nwant %q", got, want)
+	}
+	// Structured content is sent once: not when the result has text (which
+	// mirrors it), unless the server's config asks; alone when there is
+	// no text.
+	withText := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}, StructuredContent: []int{1, 2}}
+	if r := convertResult(withText, resultLimits{}, convertOptions{}); llm.TextOf(r.Content) != "hi" {
+		t.Errorf("structured with text = %+v", r.Content)
+	}
+	if r := convertResult(withText, resultLimits{}, convertOptions{structured: true}); llm.TextOf(r.Content) != "hi\n\n[1,2]" {
+		t.Errorf("structured on request = %+v", r.Content)
+	}
+	if r := convertResult(&sdk.CallToolResult{StructuredContent: map[string]int{"n": 3}}, resultLimits{}, convertOptions{}); llm.TextOf(r.Content) != `{"n":3}` {
+		t.Errorf("structured alone = %+v", r.Content)
+	}
+	if r := convertResult(&sdk.CallToolResult{IsError: true}, resultLimits{}, convertOptions{}); !r.IsError || !strings.Contains(llm.TextOf(r.Content), "without a message") {
 		t.Errorf("empty error = %+v", r)
 	}
-	if r := convertResult(&sdk.CallToolResult{}, resultLimits{}); r.Content == nil || len(r.Content) != 0 || r.IsError {
+	if r := convertResult(&sdk.CallToolResult{}, resultLimits{}, convertOptions{}); r.Content == nil || len(r.Content) != 0 || r.IsError {
 		t.Errorf("empty = %+v", r)
 	}
 }
@@ -138,7 +149,7 @@ func TestConvertResultLimits(t *testing.T) {
 		&sdk.ImageContent{MIMEType: "image/jpeg", Data: make([]byte, 500)},
 		&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "img://1", MIMEType: "image/gif", Blob: make([]byte, 400)}},
 		&sdk.TextContent{Text: "dropped"},
-	}}, resultLimits{text: 10, image: 1000})
+	}}, resultLimits{text: 10, image: 1000}, convertOptions{})
 	var texts []string
 	images := 0
 	for _, b := range res.Content {
@@ -153,19 +164,18 @@ func TestConvertResultLimits(t *testing.T) {
 		t.Errorf("%d images kept, want 2 (the png and the gif fit in 1000 bytes)", images)
 	}
 	// 6 + 4 characters of the server's text fit; dsh's own notes are kept.
-	if len(texts) != 5 || texts[0] != strings.Repeat("é", 6) || texts[1] != "abcd" ||
-		texts[2] != "[image: image/jpeg, 500 bytes, not shown: the images of one MCP tool result are limited to 1,000 bytes in all]" ||
-		texts[3] != "[resource: img://1] (image/gif)" {
+	if len(texts) != 3 || texts[0] != strings.Repeat("é", 6)+"\n\n[image: image/png, 600 bytes, not saved]" ||
+		!strings.HasPrefix(texts[1], "abcd\n\n[image: image/jpeg, 500 bytes, not shown: the images of one MCP tool result are limited to 1,000 bytes in all]\n\n[resource: img://1] (image/gif)") {
 		t.Fatalf("texts = %q", texts)
 	}
-	note := texts[4]
+	note := texts[2]
 	for _, want := range []string{"was cut: 9 of its 19 characters", "the full result was not kept", "limited to 10 characters"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
 	}
 	// Within bounds nothing changes.
-	small := convertResult(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}}, resultLimits{text: 2, image: 1})
+	small := convertResult(&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}}, resultLimits{text: 2, image: 1}, convertOptions{})
 	if len(small.Content) != 1 || small.Content[0].Text != "hi" {
 		t.Errorf("small = %+v", small.Content)
 	}

@@ -2,11 +2,15 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	mimepkg "mime"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/doctor"
+	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/prompt"
 	"github.com/dshq/dsh/tool"
@@ -77,6 +82,10 @@ type Options struct {
 	Environ []string
 	// Logger receives connection and restart logs; nil discards.
 	Logger *slog.Logger
+	// Warn receives what the user must see (a server that failed to start,
+	// with its stderr; stdout output that is not JSON-RPC), once per
+	// distinct message: headless runs print it on stderr. Nil: the log only.
+	Warn func(msg string)
 	// HTTPClient is the base client for http and sse servers.
 	HTTPClient *http.Client
 
@@ -146,6 +155,9 @@ type Manager struct {
 	vetMu  sync.Mutex
 	vetted map[string]vetEntry
 
+	warnMu sync.Mutex
+	warned map[string]bool
+
 	// Changed fires after a server's state or tools change. Listener
 	// errors are ignored; listeners run on the goroutine that made the
 	// change (often a server's background goroutine).
@@ -207,6 +219,7 @@ func New(o Options) (*Manager, error) {
 		servers: map[string]*server{},
 		byTool:  map[string]*server{},
 		vetted:  map[string]vetEntry{},
+		warned:  map[string]bool{},
 		Changed: kernel.NewSignal[ServerStatus]("mcp/server"),
 	}
 	empty := map[string]bool{}
@@ -484,10 +497,38 @@ func (m *Manager) searchable(scope *kernel.Scope) bool {
 }
 
 func (m *Manager) emit(s *server) {
+	st := s.status()
+	switch st.State {
+	case StateFailed:
+		m.warn(fmt.Sprintf("mcp: server %q failed and was given up: %s", st.Name, st.Error))
+	case StateRestarting:
+		if st.Restarts == 0 {
+			m.warn(fmt.Sprintf("mcp: server %q failed to start, retrying: %s", st.Name, st.Error))
+		}
+	}
 	if m.Changed.Len() == 0 {
 		return
 	}
-	_ = m.Changed.EmitAll(context.Background(), s.status())
+	_ = m.Changed.EmitAll(context.Background(), st)
+}
+
+// warn tells the user, once per distinct message (the attempt counter of
+// a restart is part of the message only after the first).
+func (m *Manager) warn(msg string) {
+	if m.o.Warn == nil {
+		return
+	}
+	key := msg
+	if i := strings.LastIndex(key, " (attempt "); i > 0 {
+		key = key[:i]
+	}
+	m.warnMu.Lock()
+	seen := m.warned[key]
+	m.warned[key] = true
+	m.warnMu.Unlock()
+	if !seen {
+		m.o.Warn(msg)
+	}
 }
 
 // instructions renders the servers' instructions for the system prompt.
@@ -668,4 +709,35 @@ func (m *Manager) Findings() []doctor.Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// ImageDir is where images from tool results are kept, under Home.
+const ImageDir = "mcp-images"
+
+// saveImage keeps an image from a tool result in Home/mcp-images, named by
+// its content (the same image is one file), and returns the path.
+func (m *Manager) saveImage(mime string, data []byte) (string, error) {
+	if m.o.Home == "" {
+		return "", errors.New("no state directory")
+	}
+	dir := filepath.Join(m.o.Home, ImageDir)
+	if err := private.MkdirAll(dir); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	ext := ".bin"
+	if exts, _ := mimepkg.ExtensionsByType(mime); len(exts) > 0 {
+		ext = exts[len(exts)-1]
+	}
+	switch mime {
+	case "image/png":
+		ext = ".png"
+	case "image/jpeg":
+		ext = ".jpg"
+	}
+	path := filepath.Join(dir, hex.EncodeToString(sum[:12])+ext)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	return path, private.WriteFile(path, data)
 }

@@ -24,8 +24,10 @@ type PluginConfig struct {
 // Plugin is the MCP client capability: one [Manager] for the configured
 // servers of the site's working directory, provided to later plugins and
 // front doors (ACP sessions add their own servers to it), with its servers'
-// states in the doctor registry. Servers start
-// lazily; misconfigured ones are skipped with a warning in the log.
+// states in the doctor registry. Servers start lazily or in the
+// background, never holding the first prompt up; a failed start is
+// reported through the site's Warn (stderr in headless runs);
+// misconfigured ones are skipped with a warning in the log.
 func Plugin(cfg PluginConfig) core.Plugin {
 	return func(ctx context.Context, h *core.Host, scope *kernel.Scope) error {
 		checks, err := core.Need[*doctor.Registry](h)
@@ -42,6 +44,7 @@ func Plugin(cfg PluginConfig) core.Plugin {
 			Env:     func(k string) (string, bool) { v := h.Site.Env(k); return v, v != "" },
 			Environ: environ,
 			Logger:  log,
+			Warn:    h.Site.Warn,
 		})
 		if err != nil {
 			return fmt.Errorf("mcp: %w", err)

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -138,4 +139,22 @@ func TestServerDyingDuringCallIsRestarted(t *testing.T) {
 		s, _ := r.m.Server("py")
 		return s.State == mcp.StateConnected && s.PID != st.PID && s.Restarts == 1
 	})
+}
+
+// A call made while a crashed server waits for its restart is bounded by
+// the call's timeout, and says the server is restarting and why.
+func TestCallDuringRestartIsBounded(t *testing.T) {
+	r := newRig(t, mcp.Options{RestartBackoff: 20 * time.Second})
+	cfg := pyServer(t, "py")
+	cfg.TimeoutMs = 300
+	startReady(t, r, cfg)
+	st, _ := r.m.Server("py")
+	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "restarting", func() bool { return state(r.m, "py") == mcp.StateRestarting })
+	out := execute(t, r.h.Tools, "mcp__py__pid", map[string]any{})
+	if !out.Result.IsError || !strings.Contains(textOf(out.Result), `MCP server "py" is restarting and was not back within the call timeout (300ms)`) {
+		t.Errorf("call during a long restart = %+v", out.Result)
+	}
 }

@@ -120,6 +120,10 @@ type registeredTool struct {
 
 // conn is one live connection.
 type conn struct {
+	// ctx lives as long as the connection (a stream tied to it ends with
+	// it); cancel ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
 	sess   *sdk.ClientSession
 	pid    int
 	stderr *tail
@@ -344,6 +348,7 @@ func (s *server) connect() (*conn, error) {
 		return nil, err
 	}
 	c := newConn()
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	var transport sdk.Transport
 	switch cfg.Transport() {
 	case TransportStdio:
@@ -366,7 +371,10 @@ func (s *server) connect() (*conn, error) {
 		cmd.Stderr = c.stderr
 		cmd.WaitDelay = 2 * time.Second
 		isolate(cmd)
-		transport = &stdioTransport{cmd: cmd, terminate: 2 * time.Second, logger: s.m.o.Logger.With(s.log()...), stderr: c.stderr, ended: c.end}
+		transport = &stdioTransport{cmd: cmd, terminate: 2 * time.Second, logger: s.m.o.Logger.With(s.log()...), stderr: c.stderr, ended: c.end,
+			warn: func(line string) {
+				s.m.warn(fmt.Sprintf("mcp: server %q printed output that is not JSON-RPC on stdout (ignored; servers should log to stderr): %s", s.cfg.Name, line))
+			}}
 		c.grace = 0
 		defer func() {
 			if cmd.Process != nil {
@@ -374,10 +382,15 @@ func (s *server) connect() (*conn, error) {
 			}
 		}()
 	case TransportHTTP:
-		transport = &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient(cfg.Headers)}
+		transport = &lifetime{Transport: &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient(cfg.Headers)}, ctx: c.ctx}
 	case TransportSSE:
-		transport = &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient(cfg.Headers)}
+		// The SSE transport ties its event stream to the context it is
+		// connected with; the handshake's context ends when connect
+		// returns, so the stream gets the connection's own (as the HTTP
+		// transport's does above).
+		transport = &lifetime{Transport: &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient(cfg.Headers)}, ctx: c.ctx}
 	default:
+		c.cancel()
 		return nil, fmt.Errorf("unknown transport %q", cfg.Transport())
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "dsh", Version: s.m.o.ClientVersion}, &sdk.ClientOptions{
@@ -397,6 +410,7 @@ func (s *server) connect() (*conn, error) {
 	start := time.Now()
 	sess, err := client.Connect(ctx, transport, nil)
 	if err != nil {
+		c.cancel()
 		if st, ok := transport.(*stdioTransport); ok && st.cmd.Process != nil {
 			killGroup(st.cmd.Process.Pid)
 		}
@@ -406,6 +420,9 @@ func (s *server) connect() (*conn, error) {
 		return nil, fmt.Errorf("starting: %v%s", err, c.stderr.suffix())
 	}
 	c.sess, c.since = sess, time.Now()
+	if st, ok := transport.(*stdioTransport); ok {
+		st.ready.Store(true)
+	}
 	s.m.o.Logger.Info("mcp: connected", append(s.log(), "took", time.Since(start))...)
 	return c, nil
 }
@@ -530,7 +547,40 @@ func (s *server) serve(c *conn) error {
 
 func (c *conn) close() {
 	_ = c.sess.Close()
+	c.cancel()
 	killGroup(c.pid)
+}
+
+// lifetime connects a transport with a context of the connection's
+// lifetime rather than the caller's (the handshake's, bounded by the
+// connect timeout): the caller's context still bounds how long Connect
+// may take.
+type lifetime struct {
+	sdk.Transport
+	ctx context.Context
+}
+
+func (l *lifetime) Connect(ctx context.Context) (sdk.Connection, error) {
+	type result struct {
+		c   sdk.Connection
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := l.Transport.Connect(l.ctx)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.c != nil {
+				_ = r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 func (s *server) listTools(sess *sdk.ClientSession) ([]*sdk.Tool, error) {
@@ -669,8 +719,9 @@ func (s *server) stop() {
 }
 
 // session returns a live connection, starting the server if it is idle and
-// waiting while it connects. A server that is restarting, failed or may
-// not run answers with an error at once.
+// waiting while it connects or restarts (bounded by ctx: the call's
+// timeout). A server that failed or may not run answers with an error at
+// once.
 func (s *server) session(ctx context.Context) (*conn, error) {
 	for {
 		s.mu.Lock()
@@ -684,9 +735,7 @@ func (s *server) session(ctx context.Context) (*conn, error) {
 		case StateIdle:
 			s.startLocked()
 		case StateRestarting:
-			err := s.err
-			s.mu.Unlock()
-			return nil, fmt.Errorf("MCP server %q is unavailable and restarting: %v", s.cfg.Name, err)
+			// Wait for the restart: the call's timeout bounds it.
 		case StateFailed:
 			err := s.err
 			s.mu.Unlock()
@@ -805,6 +854,12 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 	c, err := s.session(cctx)
 	if err != nil {
 		if timedOut() {
+			s.mu.Lock()
+			st, last := s.state, s.err
+			s.mu.Unlock()
+			if st == StateRestarting && last != nil {
+				return tool.Result{}, fmt.Errorf("MCP server %q is restarting and was not back within the call timeout (%s): %v", s.cfg.Name, timeout, last)
+			}
 			return tool.Result{}, fmt.Errorf("MCP server %q did not start within the call timeout (%s)", s.cfg.Name, timeout)
 		}
 		if ctx.Err() != nil {
@@ -840,7 +895,7 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 		}
 		return tool.Result{}, fmt.Errorf("MCP server %q: the connection failed during the call (%v); restarting it", s.cfg.Name, err)
 	}
-	return convertResult(res, s.m.limits()), nil
+	return convertResult(res, s.m.limits(), convertOptions{structured: s.cfg.StructuredContent, save: s.m.saveImage}), nil
 }
 
 // isServerError reports an error the server answered with (as opposed to

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +29,12 @@ type stdioTransport struct {
 	logger    *slog.Logger
 	stderr    *tail  // dropped lines are noted here too
 	ended     func() // called once the read side failed or closed
+	// warn tells the user about the first dropped line (nil: log only).
+	warn func(line string)
+	// ready is set once the handshake completed: closing a server that
+	// never got that far kills it at once instead of waiting for it to
+	// exit (a server stuck before initialize would hold dsh's exit up).
+	ready atomic.Bool
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -46,7 +53,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	inner, err := (&sdk.IOTransport{
 		// Closing the connection closes stdin, not stdout.
 		Reader: io.NopCloser(r),
-		Writer: &procStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate},
+		Writer: &procStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate, ready: &t.ready},
 	}).Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -64,6 +71,9 @@ func (t *stdioTransport) dropped(n int, line []byte) {
 	}
 	if n == 1 {
 		t.logger.Warn("mcp: ignoring stdout output that is not JSON-RPC (the server should log to stderr)", "line", text)
+		if t.warn != nil {
+			t.warn(text)
+		}
 	} else {
 		t.logger.Debug("mcp: ignoring stdout output that is not JSON-RPC", "line", text, "count", n)
 	}
@@ -95,6 +105,7 @@ type procStdin struct {
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	terminate time.Duration
+	ready     *atomic.Bool
 }
 
 func (p *procStdin) Write(b []byte) (int, error) { return p.stdin.Write(b) }
@@ -102,6 +113,10 @@ func (p *procStdin) Write(b []byte) (int, error) { return p.stdin.Write(b) }
 func (p *procStdin) Close() error {
 	if err := p.stdin.Close(); err != nil {
 		return fmt.Errorf("closing stdin: %v", err)
+	}
+	if p.ready != nil && !p.ready.Load() {
+		// It never answered initialize: nothing to shut down gracefully.
+		killGroup(p.cmd.Process.Pid)
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
