@@ -51,7 +51,7 @@ func (s *Server) newLink(root *sess, child session.ID) *childLink {
 // followChildren routes subagent lifecycle events of owned sessions (and
 // of their children) and the events of children. It runs for every
 // appended event of the workspace.
-func (s *Server) followChildren(ap session.Appended) {
+func (s *Server) followChildren(live *session.Live, ap session.Appended) {
 	e := ap.Event
 	sid := ap.Session.ID()
 	switch e.Type {
@@ -105,16 +105,7 @@ func (s *Server) followChildren(ap session.Appended) {
 	defer s.kidsMu.Unlock()
 	l := s.kids[sid]
 	if l == nil {
-		parent := ap.Session.Header().ParentSession
-		if parent == "" {
-			return
-		}
-		root := s.session(string(parent))
-		if root == nil {
-			if pl := s.kids[parent]; pl != nil {
-				root = pl.root
-			}
-		}
+		root := s.owner(live, ap.Session)
 		if root == nil {
 			return
 		}
@@ -130,6 +121,17 @@ func (s *Server) followChildren(ap session.Appended) {
 	if l.apply(e) {
 		l.send()
 	}
+}
+
+// owner returns the owned session a subagent's session (at any depth)
+// reports to: its nearest ancestor the server owns, or nil.
+func (s *Server) owner(live *session.Live, child *session.Session) *sess {
+	for _, anc := range live.Lineage(child)[1:] {
+		if r := s.session(string(anc.ID())); r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // forgetChildren drops the links reporting to a disposed session.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/dshq/dsh/acp"
 	"github.com/dshq/dsh/acp/acptest"
+	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 )
 
@@ -495,3 +496,71 @@ func claimChild() {
 }
 
 func sdkID(s string) sdk.SessionId { return sdk.SessionId(s) }
+
+// prompts runs the client's prompts scenario: prompts in one session (the
+// session id loaded first when not empty), permission requests answered in
+// order, extra flags for `dsh acp`.
+func (e *e2e) prompts(id string, prompts, answers, flags []string) map[string]any {
+	e.t.Helper()
+	enc := func(v []string) string {
+		if v == nil {
+			v = []string{}
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	return e.node("prompts", map[string]string{"SESSION_ID": id, "PROMPTS": enc(prompts), "ANSWERS": enc(answers), "DSH_ARGS": enc(flags)})
+}
+
+// "Always allow" and "Always reject" are session rules in the log: a new
+// dsh acp process that loads the session neither asks again nor runs what
+// was rejected.
+func TestNodeClientSessionRulesSurviveLoad(t *testing.T) {
+	needNode(t)
+	model := acptest.New(
+		acptest.Tool("c1", "bash", map[string]any{"command": "touch one", "description": "make one"}), acptest.Text("made"),
+		writeCall("c2", "x.txt", "x"), acptest.Text("not written"),
+	)
+	defer model.Close()
+	e := newE2E(t, model)
+	first := e.prompts("", []string{"make one", "write x"}, []string{"allow_always", "reject_always"}, nil)
+	id := first["sessionId"].(string)
+	reqs := first["permissionRequests"].([]any)
+	if len(reqs) != 2 || reqs[0].(map[string]any)["sessionRules"] == nil {
+		t.Fatalf("first process: requests %v", reqs)
+	}
+	// The answers are in the log, as permission/rule events of the session.
+	var rules []string
+	for _, ev := range e.events(id) {
+		if ev.Type == permission.EventRule {
+			r, err := session.Decode[permission.RuleEvent](ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rules = append(rules, string(r.Behavior)+" "+r.Rule)
+		}
+	}
+	if len(rules) != 2 || !strings.HasPrefix(rules[0], "allow Bash(") || rules[1] != "deny write" {
+		t.Fatalf("session rules in the log: %q", rules)
+	}
+	if err := os.Remove(filepath.Join(e.dir, "one")); err != nil {
+		t.Fatal(err)
+	}
+
+	model.Push(acptest.Tool("c3", "bash", map[string]any{"command": "touch one", "description": "make one"}), acptest.Text("made again"))
+	model.Push(writeCall("c4", "y.txt", "y"), acptest.Text("refused"))
+	second := e.prompts(id, []string{"make one again", "write y"}, nil, nil)
+	if reqs := second["permissionRequests"].([]any); len(reqs) != 0 {
+		t.Fatalf("a new process asked again after session/load: %v", reqs)
+	}
+	st := second["statuses"].(map[string]any)
+	if !slices.Equal(strs(st["c3"]), []string{"pending", "in_progress", "completed"}) || !slices.Equal(strs(st["c4"]), []string{"pending", "failed"}) {
+		t.Fatalf("statuses %v", st)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "one")); err != nil {
+		t.Fatalf("the allowed command did not run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "y.txt")); !os.IsNotExist(err) {
+		t.Fatalf("y.txt written despite always reject: %v", err)
+	}
+}

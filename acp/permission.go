@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -24,31 +25,29 @@ const (
 	optRejectAlways = "reject_always"
 )
 
-var permissionOptions = []sdk.PermissionOption{
-	{OptionId: optAllowOnce, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},
-	{OptionId: optAllowAlways, Name: "Always allow in this session", Kind: sdk.PermissionOptionKindAllowAlways},
-	{OptionId: optRejectOnce, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
-	{OptionId: optRejectAlways, Name: "Always reject in this session", Kind: sdk.PermissionOptionKindRejectAlways},
+// permissionOptions are the answers offered for a request. "Always allow"
+// is offered only when a rule can cover calls like this one (the request's
+// suggestions): it accepts those rules for the session. "Always reject"
+// denies the tool for the session.
+func permissionOptions(req tool.ApprovalRequest) []sdk.PermissionOption {
+	out := []sdk.PermissionOption{{OptionId: optAllowOnce, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce}}
+	if len(req.Suggestions) > 0 {
+		out = append(out, sdk.PermissionOption{OptionId: optAllowAlways, Name: "Always allow in this session", Kind: sdk.PermissionOptionKindAllowAlways})
+	}
+	return append(out,
+		sdk.PermissionOption{OptionId: optRejectOnce, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+		sdk.PermissionOption{OptionId: optRejectAlways, Name: "Always reject in this session", Kind: sdk.PermissionOptionKindRejectAlways})
 }
 
 // Approve implements [tool.Approver]: an ask decision becomes a
-// session/request_permission. "Always" answers hold for the rest of the
-// session: an allowed call is remembered exactly (and the permission layer
-// turns it into session rules), a rejected tool is refused without asking.
-// A cancelled turn, a cancelled request or a client gone answers reject.
+// session/request_permission. "Always" answers carry permission rules
+// (the request's suggestions to allow, the tool's name to reject), which
+// the permission layer records in the session's log: they hold for the
+// rest of the session, for its subagents, and after session/load in any
+// process. A cancelled turn, a cancelled request or a client gone answers
+// reject.
 func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (out tool.Approval, _ error) {
 	name := req.Call.Name
-	key := name + "\x00" + string(req.Call.Args)
-	r.mu.Lock()
-	if r.rejectTools[name] {
-		r.mu.Unlock()
-		return tool.Approval{Allow: false, By: "user", Reason: fmt.Sprintf("the user rejected every %s call for this session", name)}, nil
-	}
-	if r.allowCalls[key] {
-		r.mu.Unlock()
-		return tool.Approval{Allow: true, By: "user"}, nil
-	}
-	r.mu.Unlock()
 	// A subagent's call (its agent inherits this session's approver): the
 	// editor never saw the child's call, so the question goes on the
 	// parent's task/fork call; failing that, the call is announced first.
@@ -116,7 +115,7 @@ func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (out tool.
 		case <-ctx.Done():
 		}
 	})
-	if req.Reason != "" {
+	if req.Reason != "" || len(req.Suggestions) > 0 {
 		if tc.Meta == nil {
 			tc.Meta = map[string]any{}
 		}
@@ -125,10 +124,15 @@ func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (out tool.
 			d = map[string]any{}
 			tc.Meta["dsh"] = d
 		}
-		d["reason"] = req.Reason
+		if req.Reason != "" {
+			d["reason"] = req.Reason
+		}
+		if len(req.Suggestions) > 0 {
+			d["sessionRules"] = req.Suggestions // what "Always allow" accepts
+		}
 	}
 	resp, err := r.srv.peer.RequestPermission(ctx, sdk.RequestPermissionRequest{
-		SessionId: sdk.SessionId(r.id), ToolCall: tc, Options: permissionOptions,
+		SessionId: sdk.SessionId(r.id), ToolCall: tc, Options: permissionOptions(req),
 	})
 	if err != nil {
 		return tool.Approval{Allow: false, By: "acp", Reason: fmt.Sprintf("the %s call was not approved: the permission request was cancelled", name)}, nil
@@ -141,15 +145,12 @@ func (r *sess) Approve(ctx context.Context, req tool.ApprovalRequest) (out tool.
 	case optAllowOnce:
 		return tool.Approval{Allow: true, By: "user"}, nil
 	case optAllowAlways:
-		r.mu.Lock()
-		r.allowCalls[key] = true
-		r.mu.Unlock()
-		return tool.Approval{Allow: true, Remember: true, By: "user"}, nil
+		if len(req.Suggestions) == 0 {
+			break // not offered
+		}
+		return tool.Approval{Allow: true, Rules: slices.Clone(req.Suggestions), By: "user"}, nil
 	case optRejectAlways:
-		r.mu.Lock()
-		r.rejectTools[name] = true
-		r.mu.Unlock()
-		return tool.Approval{Allow: false, By: "user", Reason: fmt.Sprintf("the user rejected every %s call for this session", name)}, nil
+		return tool.Approval{Allow: false, Rules: []string{permission.ToolRule(name)}, By: "user", Reason: fmt.Sprintf("the user rejected every %s call for this session", name)}, nil
 	case optRejectOnce:
 		return tool.Approval{Allow: false, By: "user"}, nil
 	}

@@ -387,7 +387,9 @@ func (s *Server) buildWorkspace(ctx context.Context, key, cwd string, dirs []str
 	ws.modes = modes
 	err = h.Scope.Effect(func(record func(func() error)) error {
 		add := func(d func()) { record(func() error { d(); return nil }) }
-		add(h.Sessions.Appended.Listen(s.onAppended, kernel.Named("acp")))
+		add(h.Sessions.Appended.Listen(func(ctx context.Context, ap session.Appended) error {
+			return s.onAppended(ctx, h.Sessions, ap)
+		}, kernel.Named("acp")))
 		add(h.Tools.Wrap.Use(s.wrapTool, kernel.Named("acp")))
 		add(h.Agents.Hub.Request.Use(s.overrideModel, kernel.Named("acp")))
 		if modes != nil {
@@ -409,11 +411,11 @@ func (s *Server) buildWorkspace(ctx context.Context, key, cwd string, dirs []str
 // Sessions the server does not own are followed only when they are
 // subagents of owned sessions (their activity shows under the parent's
 // call).
-func (s *Server) onAppended(_ context.Context, ap session.Appended) error {
+func (s *Server) onAppended(_ context.Context, live *session.Live, ap session.Appended) error {
 	if r := s.session(string(ap.Session.ID())); r != nil {
 		r.onEvent(ap.Event)
 	}
-	s.followChildren(ap)
+	s.followChildren(live, ap)
 	return nil
 }
 

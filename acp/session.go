@@ -44,18 +44,15 @@ type sess struct {
 	slotMu sync.Mutex
 	// mu orders everything the session writes to the client: live updates,
 	// replay, in-progress marks; and guards the fields below.
-	mu     sync.Mutex
-	tr     *translator
-	ready  bool  // live updates flow
-	from   int64 // live events before this seq were replayed (or predate the session)
-	prompt *promptSlot
-	model  string // the client's model choice ("" = the workspace default)
-	mode   string // the permission mode last announced to the client
-	// Permission answers that hold for the rest of the session.
-	allowCalls  map[string]bool // exact calls (tool name + arguments)
-	rejectTools map[string]bool
-	disposed    bool
-	titled      bool // the session has a title (its first prompt)
+	mu       sync.Mutex
+	tr       *translator
+	ready    bool  // live updates flow
+	from     int64 // live events before this seq were replayed (or predate the session)
+	prompt   *promptSlot
+	model    string // the client's model choice ("" = the workspace default)
+	mode     string // the permission mode last announced to the client
+	disposed bool
+	titled   bool // the session has a title (its first prompt)
 	// stopCmd cancels the server command (/compact) that is running;
 	// cmdDone closes when it has returned. dispose stops the command and
 	// waits for it before it stops the agent, so the command's turn is
@@ -147,7 +144,7 @@ func usageOf(u llm.Usage) *sdk.Usage {
 
 func (s *Server) newRecord(id string, ws *workspace) *sess {
 	_, zed := s.clientCaps()
-	r := &sess{srv: s, id: id, ws: ws, scope: kernel.NewScope("acp-session-" + id), allowCalls: map[string]bool{}, rejectTools: map[string]bool{}}
+	r := &sess{srv: s, id: id, ws: ws, scope: kernel.NewScope("acp-session-" + id)}
 	r.tr = r.newTranslator(false)
 	r.tr.zedTerminal = zed
 	return r

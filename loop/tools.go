@@ -179,7 +179,7 @@ func (r *toolRun) record(out tool.Outcome) error {
 // asked records an ask decision put to the approver.
 func (r *toolRun) asked(_ context.Context, p *tool.Pending) {
 	t := r.t
-	if _, err := r.a.log.Append(t.bg, session.TypeApprovalRequest, session.ApprovalRequest{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Name: p.Call.Name, Reason: p.Decision.Reason}); err != nil {
+	if _, err := r.a.log.Append(t.bg, session.TypeApprovalRequest, session.ApprovalRequest{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Name: p.Call.Name, Reason: p.Decision.Reason, Suggestions: p.Decision.Suggestions}); err != nil {
 		r.a.l.d.Logger.Warn("approval/request listener failed", "agent", r.a.id, "err", err)
 	}
 }
@@ -187,11 +187,7 @@ func (r *toolRun) asked(_ context.Context, p *tool.Pending) {
 // answered records the approver's answer.
 func (r *toolRun) answered(_ context.Context, p *tool.Pending, ap tool.Approval) {
 	t := r.t
-	scope := "once"
-	if ap.Remember {
-		scope = "session"
-	}
-	if _, err := r.a.log.Append(t.bg, session.TypeApprovalAnswer, session.ApprovalAnswer{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Allow: ap.Allow, Scope: scope, Reason: ap.Reason, By: ap.By}); err != nil {
+	if _, err := r.a.log.Append(t.bg, session.TypeApprovalAnswer, session.ApprovalAnswer{Turn: t.turn, Step: t.step, CallID: p.Call.ID, Allow: ap.Allow, Scope: ap.Scope(), Rules: ap.Rules, Reason: ap.Reason, By: ap.By}); err != nil {
 		r.a.l.d.Logger.Warn("approval/answer listener failed", "agent", r.a.id, "err", err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dshq/dsh/kernel"
-	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/tool"
 )
@@ -56,7 +56,8 @@ type Checker struct {
 
 	reg       atomic.Pointer[tool.Registry]
 	sandboxed atomic.Pointer[Sandboxed]
-	realCache sync.Map // directory → its realpath
+	live      atomic.Pointer[session.Live] // the host's sessions, for roots (Plugin)
+	realCache sync.Map                     // directory → its realpath
 	decided   decidedFiles
 
 	// ModeChanged fires after every mode switch, so status lines and ACP
@@ -91,11 +92,6 @@ type sessionState struct {
 	// modes is the session's own mode; unset (mode "") it follows its
 	// parent's, and a session without a parent follows the checker's.
 	modes modeSlot
-	// asked holds, per call the user is being asked about, the rules the
-	// decision suggested: what "allow for this session" remembers is what
-	// was shown, not a decision made again after the call ran (a command
-	// that created a symlink would change it).
-	asked map[llm.CallID][]string
 }
 
 // modeSlot is a mode and the mode to return to when a plan made in it is
@@ -377,9 +373,10 @@ type Decision struct {
 	Mode   Mode
 	// Reason is for the model and the user: what was decided and why.
 	Reason string
-	// Suggest lists the rules that would let this call run without asking
-	// ("allow for this session" records them). Empty when no rule can: an
-	// ask rule, or a line that cannot be analysed.
+	// Suggest lists the rules that would let this call run without asking;
+	// they travel with the approval request (tool.Decision.Suggestions), so
+	// "allow for this session" accepts them. Empty when no rule can: an ask
+	// rule, or a line that cannot be analysed.
 	Suggest []string
 	// File is, for read, write and edit, the file decided on: the path
 	// resolved through symbolic links when the decision was made. The

@@ -53,9 +53,9 @@ func TestAgentLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked := 0
-	ap := tool.ApproverFunc(func(context.Context, tool.ApprovalRequest) (tool.Approval, error) {
+	ap := tool.ApproverFunc(func(_ context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
 		asked++
-		return tool.Approval{Allow: true, Remember: true, By: "user"}, nil
+		return tool.Approval{Allow: true, Rules: req.Suggestions, By: "user"}, nil
 	})
 	hd, err := h.Agents.Create(ctx, agent.CreateOptions{AgentID: "a1", SessionID: "s1", Header: session.Header{Cwd: root},
 		Options: agent.Options{Model: "mock", Approver: ap}})
@@ -243,5 +243,78 @@ func TestSessionModesAreIndependent(t *testing.T) {
 	}
 	if d := c.Decide(ctx, writeCall, ""); d.Behavior != permission.Ask {
 		t.Fatalf("a write in the subagent after the plan: %+v, want ask", d)
+	}
+}
+
+// A subagent's question answered "for this session" holds for the session
+// the user works in: the rule is recorded in the root session's log and
+// covers the root and every subagent of it.
+func TestSubagentAnswerHoldsForTheRoot(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	h, err := core.New(core.Options{Invariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	args := map[string]string{"command": "make test", "description": "run the tests"}
+	model := scripted.New(scripted.Call("t1", "bash", args, ""), scripted.Text("child done"), scripted.Text("parent done"))
+	if _, err := h.LLM.RegisterModels([]string{"mock"}, model); err != nil {
+		t.Fatal(err)
+	}
+	bash := tool.Func(tool.Info{Name: "bash", Kind: tool.KindExecute}, func(context.Context, tool.Call, map[string]any) (tool.Result, error) {
+		return tool.TextResult("ok"), nil
+	})
+	if err := h.Tools.RegisterAll(h.Scope, bash); err != nil {
+		t.Fatal(err)
+	}
+	c, err := permission.New(permission.Config{Cwd: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Use(ctx, "permission", c.Plugin()); err != nil {
+		t.Fatal(err)
+	}
+	ap := tool.ApproverFunc(func(_ context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
+		return tool.Approval{Allow: true, Rules: req.Suggestions, By: "user"}, nil
+	})
+	create := func(id string, parent session.ID) agent.Agent {
+		hd, err := h.Agents.Create(ctx, agent.CreateOptions{AgentID: agent.ID("a-" + id), SessionID: session.ID(id),
+			Header: session.Header{Cwd: root, ParentSession: parent}, Options: agent.Options{Model: "mock", Approver: ap}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hd.Agent
+	}
+	run := func(a agent.Agent, text string) {
+		t.Helper()
+		if err := a.Send(ctx, []llm.Block{llm.Text(text)}, llm.Source{}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := a.WhenIdle(wctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := create("p", "")
+	child := create("c", "p")
+	run(child, "test it")
+	want := permission.Rule{Text: "Bash(make test)", Behavior: permission.Allow, Source: permission.SourceSession}
+	if got := c.Rules("p"); !slices.Contains(got, want) {
+		t.Fatalf("the root's rules %v, want %v", got, want)
+	}
+	sibling := create("c2", "p")
+	call := tool.NewCall("t9", "bash", `{"command":"make test","description":"again"}`, sibling.(tool.Host))
+	if d := c.Decide(ctx, call, root); d.Behavior != permission.Allow {
+		t.Errorf("another subagent of the root: %+v", d)
+	}
+	// The root was idle: its log records the rule at its next step.
+	run(parent, "carry on")
+	if got := permission.SessionRules(parent.Session().Events()); !slices.Contains(got, want) {
+		t.Errorf("the root's log has no rule: %v", got)
+	}
+	if got := permission.SessionRules(child.Session().Events()); len(got) != 0 {
+		t.Errorf("the rule went to the subagent's log: %v", got)
 	}
 }

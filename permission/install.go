@@ -10,8 +10,8 @@ import (
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/kernel"
-	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/prompt"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -24,8 +24,9 @@ import (
 //     mode. It only ever makes their verdict stricter: hooks and plugins
 //     can tighten a decision, never loosen it; the user loosens it through
 //     rules and modes;
-//   - an observer that turns "allow for this session" answers into session
-//     rules recorded in the log;
+//   - an observer that records the rules an approval answer accepted
+//     ("allow for this session", "always reject") as session rules in the
+//     log;
 //   - the plan-mode prompt section and the exit_plan_mode tool.
 //
 // With hub (nil for registry-only use), a session's rules are restored
@@ -72,6 +73,7 @@ func (c *Checker) Install(scope *kernel.Scope, reg *tool.Registry, pb *prompt.Bu
 // Plugin returns a core plugin that installs the checker into a host.
 func (c *Checker) Plugin() core.Plugin {
 	return func(_ context.Context, h *core.Host, scope *kernel.Scope) error {
+		c.live.Store(h.Sessions)
 		return c.Install(scope, h.Tools, h.Prompt, h.Agents.Hub)
 	}
 }
@@ -106,9 +108,6 @@ func (c *Checker) preExecute(ctx context.Context, call tool.Call, next kernel.Ne
 	d := c.Decide(ctx, eff, cwdOf(call))
 	c.recordDecision(ctx, call, d)
 	c.decided.note(call, d)
-	if d.Behavior == Ask {
-		c.noteAsked(call, d.Suggest)
-	}
 	out := inner
 	switch {
 	case d.Behavior == Deny:
@@ -117,8 +116,14 @@ func (c *Checker) preExecute(ctx context.Context, call tool.Call, next kernel.Ne
 		return inner, nil // a trusted hook answered the question already
 	case d.Behavior == Ask && inner.Kind == tool.Ask:
 		out.Reason = joinReasons(inner.Reason, d.Reason)
+		out.Suggestions = d.Suggest
 	case d.Behavior == Ask:
 		out.Kind, out.Reason = tool.Ask, d.Reason
+		// What "allow for this session" accepts travels with the question:
+		// the rules decided on the arguments the user is shown, not a
+		// decision made again after the call ran (a command that created a
+		// symlink would change it).
+		out.Suggestions = d.Suggest
 	case inner.Kind == tool.Ask:
 		return inner, nil // a hook asked; permission alone would have allowed
 	default:
@@ -152,17 +157,41 @@ func (c *Checker) recordDecision(ctx context.Context, call tool.Call, d Decision
 	})
 }
 
-// observed turns a remembered approval into session rules.
+// observed records the rules an approval answer accepted as session
+// rules: allow rules with an allow ("allow for this session"), deny rules
+// with a denial ("always reject"). They go to the root of the call's
+// session (session.Live.Root): the user answers for the session they work
+// in, so a subagent's question answered "for this session" holds for that
+// session and every subagent of it. exit_plan_mode is never remembered: a
+// plan is approved each time.
 func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
-	suggested := c.takeAsked(out.Call)
 	a := out.Approval
-	if a == nil || !a.Allow || !a.Remember || canonical(out.Call.Name) == ExitPlanTool || len(suggested) == 0 {
+	if a == nil || len(a.Rules) == 0 || canonical(out.Call.Name) == ExitPlanTool {
 		return nil
 	}
-	var errs []error
-	for _, r := range c.remember(sessionOf(out.Call), suggested) {
-		if err := appendFor(ctx, out.Call, EventRule, RuleEvent{Rule: r.Text, Behavior: Allow, Source: SourceSession}); err != nil {
-			errs = append(errs, err)
+	b := Deny
+	if a.Allow {
+		b = Allow
+	}
+	var target *session.Session
+	if h, ok := out.Call.Host.(interface{ Session() *session.Session }); ok {
+		target = h.Session()
+		if live := c.live.Load(); live != nil {
+			target = live.Root(target)
+		}
+	}
+	id := sessionOf(out.Call)
+	if target != nil {
+		id = string(target.ID())
+	}
+	added, err := c.remember(id, a.Rules, b)
+	errs := []error{err}
+	for _, r := range added {
+		ev := RuleEvent{Rule: r.Text, Behavior: b, Source: SourceSession}
+		if target != nil {
+			errs = append(errs, c.record(ctx, target, ev))
+		} else {
+			errs = append(errs, appendFor(ctx, out.Call, EventRule, ev))
 		}
 	}
 	return errors.Join(errs...)
@@ -174,30 +203,6 @@ func sessionOf(call tool.Call) string {
 		return call.Host.SessionID()
 	}
 	return ""
-}
-
-// noteAsked keeps the rules a decision that asks suggested, for observed.
-func (c *Checker) noteAsked(call tool.Call, suggest []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.sessionLocked(sessionOf(call))
-	if st.asked == nil {
-		st.asked = map[llm.CallID][]string{}
-	}
-	st.asked[call.ID] = suggest
-}
-
-// takeAsked returns and forgets what noteAsked kept for the call.
-func (c *Checker) takeAsked(call tool.Call) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.sessions[sessionOf(call)]
-	if !ok {
-		return nil
-	}
-	s := st.asked[call.ID]
-	delete(st.asked, call.ID)
-	return s
 }
 
 const planPromptText = `# Plan mode

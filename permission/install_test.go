@@ -79,12 +79,19 @@ func (r *rig) exec(name string, args any, ap tool.Approver) tool.Outcome {
 // approver answers every question the same way and counts them.
 type approver struct {
 	answer tool.Approval
-	asked  []tool.ApprovalRequest
+	// session answers "allow for this session": the answer carries the
+	// rules the request suggested.
+	session bool
+	asked   []tool.ApprovalRequest
 }
 
 func (a *approver) Approve(_ context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
 	a.asked = append(a.asked, req)
-	return a.answer, nil
+	ans := a.answer
+	if a.session {
+		ans.Rules = req.Suggestions
+	}
+	return ans, nil
 }
 
 func TestInstallDenyAskAllow(t *testing.T) {
@@ -192,8 +199,11 @@ func TestHooksTightenButNeverLoosen(t *testing.T) {
 func TestRememberedApprovalsBecomeSessionRules(t *testing.T) {
 	r := newRig(t, Config{})
 	r.install()
-	ap := &approver{answer: tool.Approval{Allow: true, Remember: true, By: "user"}}
+	ap := &approver{answer: tool.Approval{Allow: true, By: "user"}, session: true}
 	r.exec("bash", map[string]string{"command": "make test && go vet ./..."}, ap)
+	if got := ap.asked[0].Suggestions; len(got) != 2 || got[0] != "Bash(make test)" {
+		t.Fatalf("the request carries the suggested rules: %q", got)
+	}
 	r.exec("bash", map[string]string{"command": "make test && go vet ./..."}, ap)
 	if len(ap.asked) != 1 {
 		t.Fatalf("asked %d times; a remembered answer must not ask again", len(ap.asked))
@@ -217,12 +227,24 @@ func TestRememberedApprovalsBecomeSessionRules(t *testing.T) {
 	if len(r.c.Rules("other")) != 0 {
 		t.Error("session rules leaked into another session")
 	}
-	// Not remembered: exit_plan_mode, and answers that were denials.
-	ap.answer = tool.Approval{Allow: false, Remember: true}
+	// A denial for this call only is not remembered.
+	ap.answer, ap.session = tool.Approval{Allow: false}, false
 	r.exec("edit", map[string]string{"file_path": "a.go"}, ap)
 	if len(r.host.ofType(EventRule)) != 2 {
-		t.Error("a denial was remembered")
+		t.Error("a one-off denial was remembered")
 	}
+	// A denial carrying rules ("always reject") records deny rules: the
+	// next call is refused without asking.
+	ap.answer = tool.Approval{Allow: false, Rules: []string{"edit"}}
+	r.exec("edit", map[string]string{"file_path": "a.go"}, ap)
+	asked := len(ap.asked)
+	if out := r.exec("edit", map[string]string{"file_path": "b.go"}, ap); out.Decision.Kind != tool.Deny || len(ap.asked) != asked {
+		t.Errorf("after always reject: %+v, asked %d times", out.Decision, len(ap.asked)-asked)
+	}
+	if evs := r.host.ofType(EventRule); len(evs) != 3 || evs[2].(RuleEvent) != (RuleEvent{Rule: "edit", Behavior: Deny, Source: SourceSession}) {
+		t.Errorf("rule events %+v", evs)
+	}
+	ruleEvents = r.host.ofType(EventRule)[:2]
 
 	// The log replays into the same rules: a resumed session keeps them.
 	var events []session.Event
@@ -316,7 +338,7 @@ func TestExitPlanModeThroughTheRegistry(t *testing.T) {
 	if strings.Contains(render(), "Plan mode") {
 		t.Error("plan prompt outside plan mode")
 	}
-	ap := &approver{answer: tool.Approval{Allow: true, Remember: true}}
+	ap := &approver{answer: tool.Approval{Allow: true}, session: true}
 	if out := r.exec(ExitPlanTool, map[string]string{"plan": "p"}, ap); out.Decision.Kind != tool.Deny || len(ap.asked) != 0 {
 		t.Errorf("outside plan mode: %+v", out.Decision)
 	}
@@ -343,7 +365,7 @@ func TestExitPlanModeThroughTheRegistry(t *testing.T) {
 		t.Errorf("presented %+v", view)
 	}
 	// Approved: back to the mode before plan, recorded, and never remembered.
-	ap.answer = tool.Approval{Allow: true, Remember: true}
+	ap.answer = tool.Approval{Allow: true, Rules: []string{ExitPlanTool}}
 	out := r.exec(ExitPlanTool, map[string]string{"plan": "1. change a.go"}, ap)
 	if out.Result.IsError || r.c.Mode() != ModeAcceptEdits || !strings.Contains(out.Result.Content[0].Text, "acceptEdits") {
 		t.Errorf("approved plan: %+v, mode %s", out.Result, r.c.Mode())
@@ -406,7 +428,7 @@ func TestRememberedRulesAreTheOnesShown(t *testing.T) {
 		if err := os.Symlink(target, filepath.Join(r.env.root, "out.txt")); err != nil {
 			t.Fatal(err)
 		}
-		return tool.Approval{Allow: true, Remember: true, By: "user"}, nil
+		return tool.Approval{Allow: true, Rules: req.Suggestions, By: "user"}, nil
 	})
 	r.exec("bash", map[string]string{"command": "ln -sf " + target + " out.txt; echo evil > out.txt"}, ap)
 	var remembered []string

@@ -295,3 +295,9 @@ func (r *rule) matchHost(host string) bool {
 	}
 	return host == r.domain
 }
+
+// ToolRule is the rule text that covers every call of the tool called
+// name (an editor's "always reject"): the name itself. A rule naming a
+// tool also covers the tools it stands for (Read covers glob, grep and
+// ls; Edit covers write), so rejecting reads cannot be sidestepped.
+func ToolRule(name string) string { return canonical(strings.TrimSpace(name)) }

@@ -208,7 +208,7 @@ func TestConcurrentUse(t *testing.T) {
 				case 3:
 					c.Rules("s0")
 				case 4:
-					c.remember(fmt.Sprint("s", i%2), []string{"Bash(make)"})
+					c.remember(fmt.Sprint("s", i%2), []string{"Bash(make)"}, Allow)
 				}
 			}
 		}()

@@ -218,22 +218,26 @@ func (c *Checker) flushPending(ctx context.Context, s *session.Session) error {
 	return errors.Join(errs...)
 }
 
-// remember turns an "allow for this session" answer into session rules.
-func (c *Checker) remember(id string, texts []string) []*rule {
+// remember adds the rules an approval answer accepted to a session. A
+// rule that does not parse is skipped and reported (asking again is the
+// safe outcome).
+func (c *Checker) remember(id string, texts []string, b Behavior) ([]*rule, error) {
 	var added []*rule
+	var errs []error
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.sessionLocked(id)
 	all := slices.Clone(st.rules.all)
 	for _, t := range texts {
-		pr, err := parseRule(Rule{Text: t, Behavior: Allow, Source: SourceSession}, c.home)
+		pr, err := parseRule(Rule{Text: t, Behavior: b, Source: SourceSession}, c.home)
 		if err != nil {
-			continue // a suggestion we cannot parse back is a bug; asking again is the safe outcome
+			errs = append(errs, err)
+			continue
 		}
 		all, _ = removeMatching(all, pr.Rule)
 		all = append(all, pr)
 		added = append(added, pr)
 	}
 	st.rules = newRuleSet(all)
-	return added
+	return added, errors.Join(errs...)
 }

@@ -151,7 +151,7 @@ func SplitRules(vals []string) []string {
 // List it last: its pre-execute listener must be outermost, so hooks and
 // plugins decide first and it keeps the stricter verdict.
 func Plugin(cfg Config) core.Plugin {
-	return func(_ context.Context, h *core.Host, scope *kernel.Scope) error {
+	return func(ctx context.Context, h *core.Host, scope *kernel.Scope) error {
 		if cfg.Home == "" {
 			cfg.Home = h.Site.UserHome
 		}
@@ -168,7 +168,7 @@ func Plugin(cfg Config) core.Plugin {
 		for _, w := range c.Warnings() {
 			h.Logger.Warn(w)
 		}
-		if err := c.Install(scope, h.Tools, h.Prompt, h.Agents.Hub); err != nil {
+		if err := c.Plugin()(ctx, h, scope); err != nil {
 			return err
 		}
 		if err := core.Provide(h, scope, c); err != nil {

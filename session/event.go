@@ -297,6 +297,8 @@ type ApprovalRequest struct {
 	CallID llm.CallID `json:"callId"`
 	Name   string     `json:"name"`
 	Reason string     `json:"reason,omitempty"`
+	// Suggestions are the rules "allow for this session" would accept.
+	Suggestions []string `json:"suggestions,omitempty"`
 }
 
 // ApprovalAnswer payload.
@@ -306,8 +308,11 @@ type ApprovalAnswer struct {
 	CallID llm.CallID `json:"callId"`
 	Allow  bool       `json:"allow"`
 	Scope  string     `json:"scope,omitempty"` // "once" or "session"
-	Reason string     `json:"reason,omitempty"`
-	By     string     `json:"by,omitempty"` // who answered: "user", "policy", "none"
+	// Rules are the permission rules the answer accepted for the rest of
+	// the session (allow rules on an allow, deny rules on a denial).
+	Rules  []string `json:"rules,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	By     string   `json:"by,omitempty"` // who answered: "user", "policy", "none"
 }
 
 // TodoItem is one entry of a todo list.

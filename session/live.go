@@ -155,3 +155,39 @@ func (st *Live) FlushSession(ctx context.Context, s *Session) error {
 	}
 	return nil
 }
+
+// maxLineage bounds a walk up the parent chain (a corrupt header that
+// names itself, or a cycle, must not loop).
+const maxLineage = 16
+
+// Lineage returns s and its live ancestors, nearest first: s, its parent
+// (the session that started it as a subagent or fork), that one's parent,
+// and so on up to the root. The walk stops at a parent that is not live
+// here, and at a cycle. It is the one way front-ends and plugins map a
+// subagent's session, at any depth, to the session it works for.
+func (st *Live) Lineage(s *Session) []*Session {
+	if s == nil {
+		return nil
+	}
+	out := []*Session{s}
+	seen := map[ID]bool{s.ID(): true}
+	for parent := s.Header().ParentSession; parent != "" && !seen[parent] && len(out) < maxLineage; {
+		p, ok := st.Get(parent)
+		if !ok {
+			break
+		}
+		seen[parent] = true
+		out = append(out, p)
+		parent = p.Header().ParentSession
+	}
+	return out
+}
+
+// Root returns the topmost live ancestor of s (s itself when it has none).
+func (st *Live) Root(s *Session) *Session {
+	l := st.Lineage(s)
+	if len(l) == 0 {
+		return nil
+	}
+	return l[len(l)-1]
+}

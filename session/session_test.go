@@ -1307,3 +1307,42 @@ func BenchmarkMessagesAtDepth(b *testing.B) {
 		})
 	}
 }
+
+// Lineage walks a subagent's session up to its root through the live
+// sessions, at any depth, and stops at a parent that is not live or at a
+// cycle.
+func TestLiveLineage(t *testing.T) {
+	st := session.NewLive(fixedClock)
+	scope := kernel.NewScope("t")
+	defer scope.Close()
+	mk := func(id, parent session.ID) *session.Session {
+		s, err := st.Create(ctx, scope, id, session.Options{Header: session.Header{ParentSession: parent}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	root := mk("root", "")
+	child := mk("child", "root")
+	grand := mk("grand", "child")
+	orphan := mk("orphan", "gone")
+	loop := mk("loop", "loop")
+	ids := func(ss []*session.Session) (out []session.ID) {
+		for _, s := range ss {
+			out = append(out, s.ID())
+		}
+		return out
+	}
+	if got := ids(st.Lineage(grand)); !slices.Equal(got, []session.ID{"grand", "child", "root"}) {
+		t.Errorf("lineage %v", got)
+	}
+	if st.Root(grand) != root || st.Root(child) != root || st.Root(root) != root {
+		t.Error("root")
+	}
+	if st.Root(orphan) != orphan || st.Root(loop) != loop || len(st.Lineage(loop)) != 1 {
+		t.Error("a parent not live, or a cycle, ends the walk")
+	}
+	if st.Lineage(nil) != nil || st.Root(nil) != nil {
+		t.Error("nil")
+	}
+}

@@ -12,16 +12,36 @@ type ApprovalRequest struct {
 	Call   Call
 	Info   Info
 	Reason string
+	// Suggestions are the permission rules that would let calls like this
+	// one run without asking ("Bash(git diff:*)"): what an approver offers
+	// as "allow for this session". Empty when no rule can (an ask rule, a
+	// command that cannot be analysed, a hook's question).
+	Suggestions []string
 }
 
-// Approval answers a request. Remember asks the permission layer to allow
-// the same kind of call for the rest of the session; Reason (on a denial) is
-// what the model reads.
+// Approval answers a request. Reason (on a denial) is what the model
+// reads; By names who answered.
+//
+// Rules are the permission rules the user accepted with this answer, for
+// the rest of the session: on an allow, rules that allow (normally the
+// request's Suggestions: "allow for this session"); on a denial, rules
+// that deny (an editor's "always reject": the tool's name). The permission
+// layer records them in the session's log as session rules, so they hold
+// for later calls and after the session is resumed, in any process.
 type Approval struct {
-	Allow    bool
-	Remember bool
-	Reason   string
-	By       string
+	Allow  bool
+	Rules  []string
+	Reason string
+	By     string
+}
+
+// Scope is how long the answer holds: "session" when it carries rules,
+// else "once". It is what the approval/answer event records.
+func (a Approval) Scope() string {
+	if len(a.Rules) > 0 {
+		return "session"
+	}
+	return "once"
 }
 
 // Approver is the approval seam. With none attached, ask decisions fail

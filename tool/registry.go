@@ -39,6 +39,11 @@ type Decision struct {
 	// (a user-configured hook's "allow"): an ask from rules or modes
 	// further out does not apply. Deny rules, which are guards, still do.
 	Approved bool
+	// Suggestions, on an ask, are the permission rules that would let calls
+	// like this one run without asking (the permission layer's). They
+	// travel with the approval request, so "allow for this session"
+	// accepts what the user was shown; see [Approval.Rules].
+	Suggestions []string
 }
 
 // Context is model-facing text a listener attaches to a call's outcome; it
@@ -461,7 +466,7 @@ func (r *Registry) approve(ctx context.Context, p *Pending, opts ExecOptions) Ap
 	if p.info != nil {
 		info = *p.info
 	}
-	a, err := safeApprove(ctx, opts.Approver, ApprovalRequest{Call: p.Call, Info: info, Reason: reason})
+	a, err := safeApprove(ctx, opts.Approver, ApprovalRequest{Call: p.Call, Info: info, Reason: reason, Suggestions: slices.Clone(p.Decision.Suggestions)})
 	if err != nil {
 		a = Approval{Allow: false, By: "error", Reason: fmt.Sprintf("approval for %q failed: %v", p.Call.Name, err)}
 	}

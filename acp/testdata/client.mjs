@@ -5,8 +5,10 @@
 //
 //   node client.mjs <scenario>
 //
-// Environment: DSH_BIN (the binary), DSH_CWD (the workspace), SESSION_ID
-// (for load), plus whatever dsh itself needs (DSH_HOME, the model server).
+// Environment: DSH_BIN (the binary), DSH_ARGS (extra flags, a JSON list),
+// DSH_CWD (the workspace), SESSION_ID (for load), PROMPTS and ANSWERS (the
+// prompts scenario), plus whatever dsh itself needs (DSH_HOME, the model
+// server).
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -70,7 +72,9 @@ function statuses(updates, id) {
 const text = (t) => [{ type: "text", text: t }];
 
 async function main() {
-  const child = spawn(process.env.DSH_BIN, ["acp"], { stdio: ["pipe", "pipe", "pipe"], cwd });
+  // DSH_ARGS (a JSON list) adds flags to `dsh acp`.
+  const args = ["acp", ...JSON.parse(process.env.DSH_ARGS ?? "[]")];
+  const child = spawn(process.env.DSH_BIN, args, { stdio: ["pipe", "pipe", "pipe"], cwd });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
@@ -148,6 +152,36 @@ async function main() {
         ]);
         out.a = { stop: ra.stopReason, text: chunks(rec.list(a)).join("") };
         out.b = { stop: rb.stopReason, text: chunks(rec.list(b)).join("") };
+        break;
+      }
+      case "prompts": {
+        // Runs PROMPTS (a JSON list) in one session, the session SESSION_ID
+        // loaded first when set, answering permission requests with
+        // ANSWERS (a JSON list of option ids, in order; then reject_once).
+        let id = process.env.SESSION_ID;
+        if (id) await conn.loadSession({ sessionId: id, cwd, mcpServers: [] });
+        else id = await newSession();
+        out.sessionId = id;
+        const answers = JSON.parse(process.env.ANSWERS ?? "[]");
+        rec.answer = () => answers.shift() ?? "reject_once";
+        const from = rec.list(id).length; // after the replay
+        out.stops = [];
+        for (const p of JSON.parse(process.env.PROMPTS ?? "[]")) {
+          out.stops.push((await conn.prompt({ sessionId: id, prompt: text(p) })).stopReason);
+        }
+        out.permissionRequests = rec.permissionRequests.map((p) => ({
+          toolCallId: p.toolCall.toolCallId,
+          kinds: p.options.map((o) => o.kind),
+          sessionRules: p.toolCall._meta?.dsh?.sessionRules ?? null,
+        }));
+        const live = rec.list(id).slice(from);
+        out.statuses = {};
+        for (const u of live) {
+          if ((u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && u.status) {
+            (out.statuses[u.toolCallId] ??= []).push(u.status);
+          }
+        }
+        out.modes = null;
         break;
       }
       default:

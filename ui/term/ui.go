@@ -451,30 +451,19 @@ func nestedType(typ string) bool {
 }
 
 // lineage returns the sessions from root's direct child down to s when s
-// descends from root (following Header().ParentSession through the live
-// sessions), or nil.
+// descends from root (through the live sessions: session.Live.Lineage), or
+// nil.
 func (u *ui) lineage(s *session.Session, root session.ID) []session.ID {
-	if s == nil {
+	up := u.app.Host.Sessions.Lineage(s)
+	i := slices.IndexFunc(up, func(x *session.Session) bool { return x.ID() == root })
+	if i <= 0 {
 		return nil
 	}
-	chain := []session.ID{s.ID()}
-	parent := s.Header().ParentSession
-	for range 8 {
-		switch parent {
-		case "":
-			return nil
-		case root:
-			slices.Reverse(chain)
-			return chain
-		}
-		p, ok := u.app.Host.Sessions.Get(parent)
-		if !ok {
-			return nil
-		}
-		chain = append(chain, parent)
-		parent = p.Header().ParentSession
+	out := make([]session.ID, i)
+	for j := range i {
+		out[i-1-j] = up[j].ID()
 	}
-	return nil
+	return out
 }
 
 func (u *ui) dropPending(text string) {
@@ -595,8 +584,10 @@ func (u *ui) approvalKey(k Key) {
 	switch {
 	case k.Kind == KeyRune && (k.Rune == 'y' || k.Rune == 'Y'):
 		u.answer(a, tool.Approval{Allow: true, By: "user"})
-	case k.Kind == KeyRune && (k.Rune == 'a' || k.Rune == 'A'):
-		u.answer(a, tool.Approval{Allow: true, Remember: true, By: "user"})
+	case k.Kind == KeyRune && (k.Rune == 'a' || k.Rune == 'A') && len(a.req.Suggestions) > 0:
+		// The answer carries the rules the question offered: they are what
+		// the user saw and accepted.
+		u.answer(a, tool.Approval{Allow: true, Rules: slices.Clone(a.req.Suggestions), By: "user"})
 	case k.Kind == KeyRune && (k.Rune == 'n' || k.Rune == 'N'):
 		u.reasonEd = NewEditor(nil)
 	case k.Kind == KeyEsc:
@@ -960,8 +951,13 @@ func (u *ui) approvalRows(w int, now time.Time) (rows []string, crow, ccol int) 
 		rows = append(rows, u.st.Dim("  (answer keys wait until your message is sent or cleared)"))
 	case !u.answerReady(now):
 		rows = append(rows, u.st.Dim("  (answer keys in a moment…)"))
-	default:
+	case len(req.Suggestions) > 0:
 		rows = append(rows, ansi.Truncate("  "+k("[y]")+" allow once   "+k("[a]")+" allow for this session   "+k("[n]")+" deny   "+u.st.Dim("(esc denies)"), w, "…"))
+		rows = append(rows, ansi.Truncate(u.st.Dim("  for this session: "+sanitize(strings.Join(req.Suggestions, ", "))), w, "…"))
+	default:
+		// No rule can cover calls like this one (an ask rule, a command
+		// that cannot be analysed, a hook's question): nothing to remember.
+		rows = append(rows, ansi.Truncate("  "+k("[y]")+" allow once   "+k("[n]")+" deny   "+u.st.Dim("(esc denies)"), w, "…"))
 	}
 	if more := len(u.approvals) - 1; more > 0 {
 		rows = append(rows, u.st.Dim(fmt.Sprintf("  (%d more waiting)", more)))

@@ -220,7 +220,7 @@ func askFor(name string) func(*app.App) {
 	return func(a *app.App) {
 		a.Host.Tools.PreExecute.Use(func(ctx context.Context, c tool.Call, next func(context.Context, tool.Call) (tool.Decision, error)) (tool.Decision, error) {
 			if c.Name == name {
-				return tool.Decision{Kind: tool.Ask, Reason: "writes need your approval"}, nil
+				return tool.Decision{Kind: tool.Ask, Reason: "writes need your approval", Suggestions: []string{"write"}}, nil
 			}
 			return next(ctx, c)
 		})
