@@ -104,9 +104,12 @@
 // session event just before the call's tool/call event, with the rule, its
 // file and the mode, and tool.Decision.By names the decider
 // (`permission:deny rule "Bash(rm:*)" from /p/.dsh/settings.json`,
-// `permission:mode acceptEdits`). "Allow for this session" answers
-// (tool.Approval.Remember) become permission/rule events, which
-// [SessionRules] replays when a session is resumed.
+// `permission:mode acceptEdits`). An ask carries the rules that would
+// cover calls like it (tool.Decision.Suggestions, passed on in the
+// approval request); the rules an answer accepted (tool.Approval.Rules:
+// "allow for this session", an editor's "always reject") become
+// permission/rule events in the root session's log, which [SessionRules]
+// replays when a session is resumed or loaded.
 //
 // Trust in a project's own settings is kept by package
 // permission/trust.
