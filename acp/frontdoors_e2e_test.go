@@ -29,7 +29,7 @@ func TestFrontDoorsShareOneConfiguration(t *testing.T) {
 	userSettings := map[string]any{
 		"providers":   map[string]any{"deepseek": map[string]any{"models": []any{map[string]any{"id": "deepseek-e2e"}}}},
 		"aliases":     map[string]any{"pinned": "deepseek/deepseek-e2e"},
-		"permissions": map[string]any{"deny": []string{"Bash(rm:*)"}, "allow": []string{"Read"}},
+		"permissions": map[string]any{"deny": []string{"Bash(rm:*)"}, "ask": []string{"Bash(make:*)"}, "allow": []string{"Read"}},
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash", "hooks": []any{
 			map[string]any{"type": "command", "command": "cat >> '" + hookLog + "'; echo >> '" + hookLog + "'"},
 		}}}},
@@ -48,7 +48,7 @@ func TestFrontDoorsShareOneConfiguration(t *testing.T) {
 			acptest.Tool(tag+"1", "bash", map[string]any{"command": "touch made-" + tag, "description": "allowed by --allowedTools"}),
 			acptest.Tool(tag+"2", "bash", map[string]any{"command": "rm -f made-" + tag, "description": "denied by the settings"}),
 			acptest.Tool(tag+"3", "bash", map[string]any{"command": "curl http://127.0.0.1:1/", "description": "denied by --disallowedTools"}),
-			acptest.Tool(tag+"4", "bash", map[string]any{"command": "make -n", "description": "asks"}),
+			acptest.Tool(tag+"4", "bash", map[string]any{"command": "make -n", "description": "asks (an ask rule holds even in the sandbox)"}),
 			writeCall(tag+"5", "w-"+tag+".txt", "w"), // allowed by acceptEdits
 			acptest.Text("done"),
 		}
@@ -111,7 +111,7 @@ func TestFrontDoorsShareOneConfiguration(t *testing.T) {
 		{"bash", "allow", "Bash(touch:*)", "--allowedTools", "acceptEdits"},
 		{"bash", "deny", "Bash(rm:*)", settingsFile, "acceptEdits"},
 		{"bash", "deny", "Bash(curl:*)", "--disallowedTools", "acceptEdits"},
-		{"bash", "ask", "", "", "acceptEdits"},
+		{"bash", "ask", "Bash(make:*)", settingsFile, "acceptEdits"},
 		{"write", "allow", "", "", "acceptEdits"},
 	}
 	if !slices.Equal(dp, want) {
