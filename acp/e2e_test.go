@@ -523,7 +523,9 @@ func TestNodeClientSessionRulesSurviveLoad(t *testing.T) {
 	)
 	defer model.Close()
 	e := newE2E(t, model)
-	first := e.prompts("", []string{"make one", "write x"}, []string{"allow_always", "reject_always"}, nil)
+	// Unsandboxed, so the command asks (a sandboxed one would run without).
+	unsandboxed := []string{"--sandbox", "danger-full-access"}
+	first := e.prompts("", []string{"make one", "write x"}, []string{"allow_always", "reject_always"}, unsandboxed)
 	id := first["sessionId"].(string)
 	reqs := first["permissionRequests"].([]any)
 	if len(reqs) != 2 || reqs[0].(map[string]any)["sessionRules"] == nil {
@@ -549,7 +551,7 @@ func TestNodeClientSessionRulesSurviveLoad(t *testing.T) {
 
 	model.Push(acptest.Tool("c3", "bash", map[string]any{"command": "touch one", "description": "make one"}), acptest.Text("made again"))
 	model.Push(writeCall("c4", "y.txt", "y"), acptest.Text("refused"))
-	second := e.prompts(id, []string{"make one again", "write y"}, nil, nil)
+	second := e.prompts(id, []string{"make one again", "write y"}, nil, unsandboxed)
 	if reqs := second["permissionRequests"].([]any); len(reqs) != 0 {
 		t.Fatalf("a new process asked again after session/load: %v", reqs)
 	}
