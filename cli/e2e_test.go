@@ -42,10 +42,15 @@ type deepseek struct {
 	mu       sync.Mutex
 	replies  []string // each a full SSE body
 	requests []map[string]any
+	key      string // the API key it expects ("" is test-key)
 }
 
 func (d *deepseek) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(r.URL.Path, "/chat/completions") || r.Header.Get("Authorization") != "Bearer test-key" {
+	key := d.key
+	if key == "" {
+		key = "test-key"
+	}
+	if !strings.HasSuffix(r.URL.Path, "/chat/completions") || r.Header.Get("Authorization") != "Bearer "+key {
 		http.Error(w, `{"error":{"message":"bad request path or key","type":"invalid_request_error"}}`, http.StatusUnauthorized)
 		return
 	}

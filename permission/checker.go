@@ -378,6 +378,9 @@ type Decision struct {
 	// "allow for this session" accepts them. Empty when no rule can: an ask
 	// rule, or a line that cannot be analysed.
 	Suggest []string
+	// firm: the question holds even when a sandbox confines the command
+	// (see sandboxDecision).
+	firm bool
 	// File is, for read, write and edit, the file decided on: the path
 	// resolved through symbolic links when the decision was made. The
 	// tool confirms it is the file it opens ([Checker.ConfirmFile]).
@@ -409,7 +412,7 @@ func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decisi
 	mode, rules := c.rulesFor(sessionOf(call))
 	d := &decider{c: c, mode: mode, rules: rules, cwd: filepath.Clean(cwd), call: call, name: canonical(call.Name)}
 	v := d.decide()
-	out := Decision{Behavior: v.behavior, Mode: mode, Reason: v.reason, Suggest: v.suggest, File: v.file}
+	out := Decision{Behavior: v.behavior, Mode: mode, Reason: v.reason, Suggest: v.suggest, File: v.file, firm: v.firm}
 	if v.rule != nil {
 		out.Rule, out.Source = v.rule.Text, v.rule.Source
 	}

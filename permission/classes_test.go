@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dshq/dsh/settings"
+	"github.com/dshq/dsh/tool"
 )
 
 // The classes of shell-analysis bypass of issue 19, each with many
@@ -575,6 +576,36 @@ func TestClassRepositoryConfigTools(t *testing.T) {
 		}
 		if d := plan.Decide(ctx, in, e.root); d.Behavior != Deny {
 			t.Errorf("%s %s in plan: got %s (%s)", tt.tool, tt.path, d.Behavior, d.Reason)
+		}
+	}
+}
+
+// A sandbox that confines a command answers the questions the analysis
+// asks for lack of certainty, but not those it cannot cover: a write to a
+// file that runs code later outside it, or a line that might evade a deny
+// rule about commands (which the sandbox knows nothing of).
+func TestSandboxKeepsFirmQuestions(t *testing.T) {
+	e, p := classEnv(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		line  string
+		mode  Mode
+		rules rs
+		want  Behavior
+	}{
+		{`echo x >> .envrc`, ModeDefault, rs{}, Ask},
+		{`echo x > .git/hooks/pre-commit`, ModeAcceptEdits, rs{}, Ask},
+		{`X='$(touch ` + p + `)'; echo "${X@P}"`, ModeBypass, rs{deny: []string{"Bash(touch:*)"}}, Ask},
+		{`mywrapper touch ` + p, ModeBypass, rs{deny: []string{"Bash(touch:*)"}}, Ask},
+		{`X='$(touch ` + p + `)'; echo "${X@P}"`, ModeDefault, rs{}, Allow}, // confined: the sandbox answers
+		{`make build`, ModeDefault, rs{}, Allow},
+	} {
+		var r []Rule
+		r = append(r, rules(Deny, "/p/.dsh/settings.json", tt.rules.deny...)...)
+		c := mustNew(t, Config{Mode: tt.mode, ModeSource: settings.LayerCLI, Rules: r, Home: e.home, Cwd: e.root})
+		c.SetSandboxed(func(context.Context, tool.Call) (string, bool) { return "sandboxed: workspace-write", true })
+		if d := c.Decide(ctx, bashCall(tt.line), e.root); d.Behavior != tt.want {
+			t.Errorf("%q in %s, sandboxed: got %s, want %s (%s)", tt.line, tt.mode, d.Behavior, tt.want, d.Reason)
 		}
 	}
 }

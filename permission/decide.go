@@ -24,6 +24,10 @@ type verdict struct {
 	reason   string
 	suggest  []string
 	file     string // read, write, edit: the resolved file decided on
+	// firm: the question holds even for a command a sandbox confines: what
+	// it is about (a file that makes programs run on their own later,
+	// outside any sandbox) is not the sandbox's to allow.
+	firm bool
 }
 
 // decider decides one call.
@@ -459,6 +463,7 @@ func combine(vs []verdict) verdict {
 		if out.rule == nil && v.rule != nil {
 			out.rule = v.rule
 		}
+		out.firm = out.firm || v.firm
 		if !seen[v.reason] {
 			seen[v.reason] = true
 			reasons = append(reasons, v.reason)

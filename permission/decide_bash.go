@@ -512,7 +512,10 @@ func (d *decider) problem(line, p string) verdict {
 		for _, rs := range [][]*rule{d.deny(), d.ask()} {
 			for _, r := range rs {
 				if r.tool == toolBash {
-					return verdict{behavior: Ask, reason: reason + fmt.Sprintf(" (and permission rule %s from %s might apply)", r.Text, r.Source)}
+					// The rule is named: a sandbox confining the command knows
+					// nothing of rules about commands, so it must not answer
+					// this question (see sandboxDecision).
+					return verdict{behavior: Ask, rule: r, reason: reason + fmt.Sprintf(" (and permission rule %s from %s might apply)", r.Text, r.Source)}
 				}
 			}
 		}

@@ -58,5 +58,5 @@ func (d *decider) protectedWrite(abs, real, what string) (verdict, bool) {
 	if r := d.firstRule(d.allow(), toolWrite, func(r *rule) bool { return r.kind == kindPath && d.pathMatch(r, abs, real, true) }); r != nil {
 		return verdict{}, false
 	}
-	return verdict{behavior: Ask, reason: fmt.Sprintf("%s: %s configures programs that run code on their own (git hooks and settings, .envrc, npm and shell startup files, agent settings), so a change to it needs approval in every mode", what, which)}, true
+	return verdict{behavior: Ask, firm: true, reason: fmt.Sprintf("%s: %s configures programs that run code on their own (git hooks and settings, .envrc, npm and shell startup files, agent settings), so a change to it needs approval in every mode", what, which)}, true
 }

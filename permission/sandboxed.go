@@ -71,7 +71,7 @@ func (c *Checker) sandboxDecision(ctx context.Context, call tool.Call, mode Mode
 		return out
 	}
 	f := c.sandboxed.Load()
-	if f == nil || out.Behavior != Ask || out.Rule != "" || mode == ModePlan {
+	if f == nil || out.Behavior != Ask || out.Rule != "" || out.firm || mode == ModePlan {
 		return out
 	}
 	if reason, ok := (*f)(ctx, call); ok {
