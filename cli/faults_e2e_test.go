@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -64,6 +65,7 @@ type invocation struct {
 	umask                     string    // e.g. "022"; "" keeps the test's
 	ns                        *tmpfs.FS // run inside this mount namespace
 	env                       []string  // extra variables
+	keepMode                  bool      // leave the home's mode as the test set it
 }
 
 func (iv invocation) run(t *testing.T, args ...string) run {
@@ -74,6 +76,9 @@ func (iv invocation) run(t *testing.T, args ...string) run {
 	}
 	if iv.ns != nil {
 		argv = append(iv.ns.Enter(iv.dir), argv...)
+	} else if !iv.keepMode {
+		// t.TempDir makes 0755 directories; a real home is private.
+		_ = os.Chmod(iv.home, 0o700)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = iv.dir
@@ -199,6 +204,7 @@ func TestHomeWiderModesAreTightened(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	iv.keepMode = true
 	r := iv.run(t, "-p", "-c", "--model", "deepseek/deepseek-chat", "again")
 	if r.code != 0 {
 		t.Fatalf("second run: %+v", r)
@@ -385,5 +391,44 @@ func TestSessionsOutputIsBuffered(t *testing.T) {
 		if lines := strings.Count(out.String(), "\n"); lines < 3 || out.writes != 1 {
 			t.Errorf("dsh %v wrote %d lines in %d writes, want one write", args, lines, out.writes)
 		}
+	}
+}
+
+// Provider streams that end oddly, through the binary: a complete answer
+// whose stream lacks [DONE] is kept; an event over the size limit, and a
+// Retry-After beyond what dsh waits, end the run with an error that says
+// so.
+func TestHeadlessStreamEdges(t *testing.T) {
+	withoutDone := strings.TrimSuffix(textReply("complete, but no DONE marker"), "data: [DONE]\n\n")
+	huge := "data: " + `{"id":"x","object":"chat.completion.chunk","model":"deepseek-chat","choices":[{"index":0,"delta":{"content":"` +
+		strings.Repeat("h", 17<<20) + `"}}]}` + "\n\n"
+	for _, tc := range []struct {
+		name   string
+		serve  func(w http.ResponseWriter)
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"no [DONE]", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, withoutDone)
+		}, 0, "complete, but no DONE marker", ""},
+		{"huge event", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, huge)
+		}, 1, "", "an event or line over the size limit of 16 MiB"},
+		{"retry-after", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "900")
+			http.Error(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`, http.StatusTooManyRequests)
+		}, 1, "", "the provider asked to wait 15m0s before retrying"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tc.serve(w) }))
+			defer srv.Close()
+			r := invocation{dir: t.TempDir(), home: t.TempDir(), baseURL: srv.URL}.run(t, "-p", "--model", "deepseek/deepseek-chat", "hello")
+			if r.code != tc.code || strings.TrimSpace(r.stdout) != tc.stdout || !strings.Contains(r.stderr, tc.stderr) {
+				t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+		})
 	}
 }

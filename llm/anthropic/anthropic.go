@@ -144,6 +144,15 @@ func (d *decoder) Reset() {
 	d.usage, d.hasUse = llm.Usage{}, false
 }
 
+// EndOfStream implements [sse.Ender]: a stream that ended after the
+// message_delta carrying stop_reason (but before message_stop) is complete.
+func (d *decoder) EndOfStream() (bool, error) {
+	if !d.started || d.stop == "" {
+		return false, nil
+	}
+	return true, d.end()
+}
+
 func (d *decoder) find(wire int) int {
 	for i := range d.blocks {
 		if d.blocks[i].wire == wire {
@@ -164,6 +173,11 @@ func (d *decoder) isSkipped(wire int) bool {
 
 func (d *decoder) Event(ev *sse.Event) (bool, error) {
 	if skip, err := d.client.EventData(ev, d.parse); skip || err != nil {
+		if err != nil && ev.Partial && d.started && d.stop != "" {
+			// Cut off in an event after the finish reason (a usage
+			// chunk): the message itself is complete.
+			return true, d.end()
+		}
 		return false, err
 	}
 	w := &d.w

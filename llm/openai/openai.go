@@ -132,6 +132,16 @@ func (d *decoder) Reset() {
 	d.usage, d.hasUsage = llm.Usage{}, false
 }
 
+// EndOfStream implements [sse.Ender]: a stream that ended after its
+// finish_reason (but before [DONE], or before a usage chunk that was still
+// to come) is complete.
+func (d *decoder) EndOfStream() (bool, error) {
+	if d.finish == "" {
+		return false, nil
+	}
+	return true, d.end()
+}
+
 func (d *decoder) open(t llm.BlockType) (int, error) {
 	d.blocks = append(d.blocks, block{typ: t})
 	i := len(d.blocks) - 1
@@ -143,6 +153,11 @@ func (d *decoder) Event(ev *sse.Event) (bool, error) {
 		return true, d.end()
 	}
 	if skip, err := d.client.EventData(ev, d.parse); skip || err != nil {
+		if err != nil && ev.Partial && d.finish != "" {
+			// Cut off in an event after the finish reason (a usage
+			// chunk): the message itself is complete.
+			return true, d.end()
+		}
 		return false, err
 	}
 	w := &d.w

@@ -149,6 +149,17 @@ type Decoder interface {
 	Emitted() bool
 }
 
+// Ender is a [Decoder] that can finish a message whose stream ended without
+// its end-of-stream marker ([DONE], message_stop). Once the finish reason
+// has arrived everything the model said is there; only the marker is
+// missing, and failing the step would throw a complete answer away.
+type Ender interface {
+	// EndOfStream is called when the stream ends (or the connection
+	// drops) before the marker. It reports whether the message was
+	// complete, in which case it has delivered the end of it.
+	EndOfStream() (complete bool, err error)
+}
+
 // Client performs streaming requests for one provider.
 type Client struct {
 	// HTTP is the client used (nil: http.DefaultClient). Its Timeout should
@@ -197,7 +208,10 @@ func (c *Client) Do(ctx context.Context, newReq func(ctx context.Context) (*http
 		}
 		wait := re.After
 		if wait > c.maxRetryAfter() {
-			return c.finalError(re, attempt+1)
+			e := *re.Err
+			e.Message += fmt.Sprintf(" (the provider asked to wait %s before retrying, more than the %s dsh waits)",
+				waitText(wait), c.maxRetryAfter())
+			return c.finalError(&RetryableError{Err: &e}, attempt+1)
 		}
 		if wait <= 0 {
 			wait = c.Backoff(attempt)
@@ -206,6 +220,19 @@ func (c *Client) Do(ctx context.Context, newReq func(ctx context.Context) (*http
 			return c.ctxError(ctx, err)
 		}
 	}
+}
+
+// waitText is a Retry-After delay for people: whole seconds (or
+// milliseconds under a second), and no number at all for a delay too large
+// to mean anything.
+func waitText(d time.Duration) string {
+	switch {
+	case d >= 100*365*24*time.Hour:
+		return "longer than a century"
+	case d >= time.Second:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 func (c *Client) maxRetryAfter() time.Duration {
@@ -340,6 +367,11 @@ func (c *Client) attempt(parent context.Context, newReq func(context.Context) (*
 		var err error
 		ev, err = sr.Next()
 		if err != nil {
+			if en, ok := dec.(Ender); ok && parent.Err() == nil && !errors.Is(err, ErrTooLong) {
+				if complete, err := en.EndOfStream(); err != nil || complete {
+					return err
+				}
+			}
 			if err == io.EOF {
 				return Retryable(c.errorf(llm.CodeStreamClosed, 0, nil,
 					"stream ended before the end-of-stream marker"), 0)

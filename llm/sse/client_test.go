@@ -127,6 +127,10 @@ func TestRetryPolicy(t *testing.T) {
 		if !ok || e.Code != llm.CodeRateLimit || e.Status != 429 || n.Load() != 1 || len(s.d) != 0 {
 			t.Errorf("err %v, requests %d, sleeps %v", err, n.Load(), s.d)
 		}
+		// The message says how long the provider asked to wait.
+		if !strings.Contains(err.Error(), "the provider asked to wait 1h0m0s before retrying, more than the 2m0s dsh waits") {
+			t.Errorf("message %q does not say how long", err)
+		}
 	})
 	// A wait too long to represent must not read as no Retry-After at all
 	// (an immediate retry): it is longer than MaxRetryAfter, so the call
@@ -147,6 +151,9 @@ func TestRetryPolicy(t *testing.T) {
 			e, ok := llm.AsError(err)
 			if !ok || e.Code != llm.CodeRateLimit || e.Status != 429 || n.Load() != 1 || len(s.d) != 0 {
 				t.Errorf("err %v, requests %d, sleeps %v", err, n.Load(), s.d)
+			}
+			if !strings.Contains(err.Error(), "the provider asked to wait ") {
+				t.Errorf("message %q does not say how long", err)
 			}
 		})
 	}

@@ -187,3 +187,155 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// Lines longer than the read buffer stream into the event's data: every
+// input reads the same through a tiny buffer as through one that holds it
+// whole, however the input is cut into reads.
+func TestReaderLongLinesStream(t *testing.T) {
+	inputs := []string{
+		"data: " + strings.Repeat("a", 100) + "\n\n",
+		"data:" + strings.Repeat("b", 100) + "\r\n\r\n",
+		"data: x\ndata: " + strings.Repeat("c", 70) + "\rdata: y\r\r",
+		"data:" + " " + strings.Repeat("d", 50) + "\n\n", // the space right after the buffer's end
+		": " + strings.Repeat("comment ", 20) + "\ndata: after\n\n",
+		strings.Repeat("n", 40) + ": unknown field\ndata: z\n\n",
+		"data: " + strings.Repeat("e", 60) + "\ndata: tail\n\n",
+		"data: " + strings.Repeat("f", 60), // cut off inside the long line
+		"event: t\ndata: " + strings.Repeat("g", 60) + "\n\nevent: u\ndata: 2\n\n",
+	}
+	for i, in := range inputs {
+		want, werr := readAllWith(t, strings.NewReader(in), 1<<20, 1<<20)
+		for _, size := range []int{12, 13, 16, 33} {
+			for _, mode := range []string{"whole", "byte", "half"} {
+				var r io.Reader = strings.NewReader(in)
+				switch mode {
+				case "byte":
+					r = iotest.OneByteReader(r)
+				case "half":
+					r = iotest.HalfReader(r)
+				}
+				got, err := readAllWith(t, r, 1<<20, size)
+				if (err == nil) != (werr == nil) || len(got) != len(want) {
+					t.Fatalf("input %d, buffer %d, %s: %+v %v; want %+v %v", i, size, mode, got, err, want, werr)
+				}
+				for j := range want {
+					if got[j] != want[j] {
+						t.Fatalf("input %d, buffer %d, %s: event %d = %+v, want %+v", i, size, mode, j, got[j], want[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+func readAllWith(t testing.TB, r io.Reader, max, size int) ([]got, error) {
+	t.Helper()
+	sr := newReader(r, max, size)
+	var out []got
+	for {
+		ev, err := sr.Next()
+		if err != nil {
+			if err == io.EOF {
+				return out, nil
+			}
+			return out, err
+		}
+		out = append(out, got{ev.Type, string(ev.Data), ev.ID, ev.Retry, ev.Partial})
+	}
+}
+
+// Streamed lines are bounded like buffered ones, with an error that says
+// what the limit is.
+func TestReaderStreamedLimits(t *testing.T) {
+	for name, in := range map[string]string{
+		"data":         "data: " + strings.Repeat("x", 200) + "\n\n",
+		"two lines":    "data: " + strings.Repeat("x", 60) + "\ndata: " + strings.Repeat("y", 60) + "\n\n",
+		"comment":      ":" + strings.Repeat("c", 200) + "\n",
+		"event name":   "event: " + strings.Repeat("e", 40) + "\n",
+		"endless data": "data: " + strings.Repeat("z", 500),
+	} {
+		_, err := readAllWith(t, strings.NewReader(in), 100, 16)
+		var tl *TooLongError
+		if !errors.As(err, &tl) || !errors.Is(err, ErrTooLong) || tl.Limit != 100 || !strings.Contains(err.Error(), "size limit of 100 bytes") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if msg := (&TooLongError{Limit: DefaultMaxEventSize}).Error(); !strings.Contains(msg, "16 MiB") {
+		t.Errorf("default limit reads %q", msg)
+	}
+}
+
+// A huge event costs one copy, held only until the next event is asked
+// for: the read buffer never grows, and the event's data is released.
+func TestReaderHugeEventIsNotKept(t *testing.T) {
+	huge := strings.Repeat("h", 10<<20)
+	sr := NewReader(strings.NewReader("data: " + huge + "\n\ndata: small\n\n"))
+	ev, err := sr.Next()
+	if err != nil || len(ev.Data) != len(huge) {
+		t.Fatalf("huge event: %d bytes, %v", len(ev.Data), err)
+	}
+	if cap(sr.buf) != bufferSize {
+		t.Fatalf("the read buffer grew to %d bytes", cap(sr.buf))
+	}
+	ev, err = sr.Next()
+	if err != nil || string(ev.Data) != "small" {
+		t.Fatalf("next event %q, %v", ev.Data, err)
+	}
+	if cap(sr.data) > keepData {
+		t.Fatalf("the huge event's %d bytes are still held", cap(sr.data))
+	}
+}
+
+// Any input reads the same through a buffer too small for its lines as
+// through one that holds them.
+func FuzzReaderSmallBuffer(f *testing.F) {
+	for _, s := range []string{
+		"data: hello world, a long line\n\n",
+		"event: a\r\ndata: 1234567890123\r\ndata: 2\r\n\r\n",
+		"data:1234567890123\rdata: 2\r\r",
+		": a comment longer than the buffer\nid: 3\nretry: 100\ndata\n\n",
+		"\xef\xbb\xbfdata: xxxxxxxxxxxxxxxxxxxxxxx",
+	} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
+		read := func(size int) ([]got, error) {
+			var r io.Reader = strings.NewReader(string(in))
+			if chunk%2 == 1 {
+				r = iotest.OneByteReader(r)
+			}
+			return readAllWith(t, r, 1<<20, size)
+		}
+		want, werr := read(1 << 20)
+		got, err := read(16)
+		if (err == nil) != (werr == nil) || len(got) != len(want) {
+			// A field name longer than the small buffer is unknown to it;
+			// only event/id/retry lines can differ, and only by being
+			// refused or skipped.
+			if werr == nil && err != nil && errors.Is(err, ErrTooLong) {
+				return
+			}
+			t.Fatalf("small buffer: %+v %v; large: %+v %v", got, err, want, werr)
+		}
+		for j := range want {
+			if got[j] != want[j] && !(got[j].Data == want[j].Data && got[j].Partial == want[j].Partial) {
+				t.Fatalf("event %d: small buffer %+v, large %+v", j, got[j], want[j])
+			}
+		}
+	})
+}
+
+// BenchmarkReaderHugeEvent reads one 10 MB event: B/op is what the reader
+// allocates for it.
+func BenchmarkReaderHugeEvent(b *testing.B) {
+	in := "data: " + strings.Repeat("h", 10<<20) + "\n\ndata: small\n\n"
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		sr := NewReader(strings.NewReader(in))
+		for {
+			if _, err := sr.Next(); err != nil {
+				break
+			}
+		}
+	}
+}

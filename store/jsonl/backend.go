@@ -419,6 +419,37 @@ func (b *Backend) AppendBatch(ctx context.Context, batch store.Batch) error {
 	return nil
 }
 
+// writeChunk is about how much encoded log one write carries: a batch is
+// encoded and written in pieces, so a step with a 10 MB tool call is not
+// held a second time, whole, in an encoding buffer.
+const writeChunk = 1 << 20
+
+// writeEvents writes head (the header line, or nothing) and events to f,
+// encoding them a piece at a time. n is how much was written when it fails.
+func (b *Backend) writeEvents(f *os.File, head []byte, events []session.Event) (n int64, err error) {
+	buf := append(make([]byte, 0, min(writeChunk, len(head)+256*len(events))), head...)
+	for i, e := range events {
+		if buf, err = eventjson.AppendEvent(buf, e); err != nil {
+			return n, fmt.Errorf("jsonl: %w", err)
+		}
+		if len(buf) < writeChunk && i < len(events)-1 {
+			continue
+		}
+		if err := b.write(f, buf); err != nil {
+			return n, err
+		}
+		n += int64(len(buf))
+		buf = buf[:0]
+	}
+	if len(buf) > 0 { // a header with no events
+		if err := b.write(f, buf); err != nil {
+			return n, err
+		}
+		n += int64(len(buf))
+	}
+	return n, nil
+}
+
 func encodeEvents(buf []byte, events []session.Event) ([]byte, error) {
 	for _, e := range events {
 		var err error
@@ -444,10 +475,6 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("jsonl: %w", err)
 	}
-	buf := appendHeader(make([]byte, 0, 4096), batch.Header)
-	if buf, err = encodeEvents(buf, batch.Events); err != nil {
-		return err
-	}
 	bucket := filepath.Dir(final)
 	if err := b.ensureDir(bucket); err != nil {
 		return fmt.Errorf("jsonl: %w", err)
@@ -458,7 +485,7 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName) // best effort; the published name is a second link
-	err = b.write(tmp, buf)
+	size, err := b.writeEvents(tmp, appendHeader(make([]byte, 0, 256), batch.Header), batch.Events)
 	if err == nil {
 		err = b.sync(tmp)
 	}
@@ -484,7 +511,7 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 		h.f = nil
 	}
 	b.setPath(h, final)
-	h.size, h.known = int64(len(buf)), true
+	h.size, h.known = size, true
 	b.idx.put(final, h.size, batch.Info)
 	return nil
 }
@@ -492,10 +519,6 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 // appendLines appends events at the committed end of the log and syncs; on
 // any failure the file is truncated back so a retry cannot duplicate seqs.
 func (b *Backend) appendLines(h *handle, p string, events []session.Event) error {
-	buf, err := encodeEvents(make([]byte, 0, 256*len(events)), events)
-	if err != nil {
-		return err
-	}
 	if h.f == nil || b.pathOf(h) != p {
 		if h.f != nil {
 			h.f.Close()
@@ -529,7 +552,7 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 	if _, err := f.Seek(h.size, io.SeekStart); err != nil {
 		return fmt.Errorf("jsonl: %w", err)
 	}
-	err = b.write(f, buf)
+	n, err := b.writeEvents(f, nil, events)
 	if err == nil {
 		err = b.sync(f)
 	}
@@ -539,7 +562,7 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 		}
 		return fmt.Errorf("jsonl: appending to %s: %w", p, err)
 	}
-	h.size += int64(len(buf))
+	h.size += n
 	return nil
 }
 

@@ -27,13 +27,17 @@ func main() {
 	bin := flag.String("dsh", "dsh", "path to the dsh binary")
 	steps := flag.Int("steps", 20, "tool steps in the long task")
 	runs := flag.Int("runs", 10, "runs per measurement (median reported)")
+	bigChunk := flag.Int("chunk", 0, "also measure an answer streamed as one text chunk of this many bytes")
 	flag.Parse()
 
-	var left atomic.Int64
+	var left, big atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		if left.Add(-1) >= 0 {
+		if n := big.Load(); n > 0 {
+			chunk(w, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": strings.Repeat("x", int(n))}}}})
+			chunk(w, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}, "usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 1}})
+		} else if left.Add(-1) >= 0 {
 			args, _ := json.Marshal(map[string]string{"command": "echo step", "description": "echo"})
 			chunk(w, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
 				"index": 0, "id": fmt.Sprintf("call_%d", left.Load()), "type": "function", "function": map[string]any{"name": "bash", "arguments": string(args)}}}}}}})
@@ -91,7 +95,17 @@ func main() {
 	fmt.Printf("dsh -p, 0 steps:  median %v, peak RSS %.1f MiB\n", zero.Round(10*time.Microsecond), float64(zeroRSS)/1024)
 	fmt.Printf("dsh -p, %d steps: median %v, peak RSS %.1f MiB\n", *steps, long.Round(10*time.Microsecond), float64(longRSS)/1024)
 	fmt.Printf("per-step overhead (incl. the echo subprocess): %v\n", per.Round(10*time.Microsecond))
-	_ = strings.TrimSpace
+	if *bigChunk > 0 {
+		big.Store(int64(*bigChunk))
+		var peaks []int64
+		for range *runs {
+			_, rss := run(0, "-p", "one big answer")
+			peaks = append(peaks, rss)
+		}
+		sort.Slice(peaks, func(i, j int) bool { return peaks[i] < peaks[j] })
+		fmt.Printf("dsh -p, one %d-byte text chunk: peak RSS min %.1f MiB, median %.1f MiB\n", *bigChunk,
+			float64(peaks[0])/1024, float64(peaks[len(peaks)/2])/1024)
+	}
 }
 
 var readyEnv bool
