@@ -136,7 +136,8 @@ type Bridge struct {
 // subInfo is what SubagentStart recorded of a child.
 type subInfo struct {
 	typ     string
-	stopped bool // its SubagentStop already fired from its own turn
+	stopped bool          // its SubagentStop already fired from its own turn
+	known   chan struct{} // closed once typ is recorded
 }
 
 // New returns a bridge.
@@ -503,7 +504,7 @@ func (b *Bridge) lineage(s *session.Session) (root session.ID, child session.ID,
 	if parent == "" {
 		return root, "", ""
 	}
-	child, typ = s.ID(), b.subType(s.ID())
+	child, typ = s.ID(), b.subType(s)
 	root = parent
 	for range 16 {
 		p, ok := b.sessions.Get(root)
@@ -515,13 +516,34 @@ func (b *Bridge) lineage(s *session.Session) (root session.ID, child session.ID,
 	return root, child, typ
 }
 
-func (b *Bridge) subType(child session.ID) string {
+// subType is a child's agent type, as its start announced it. A child can
+// finish its turn before the subagent service announces its start (which
+// happens right after the child is started), so this waits for the
+// announcement, briefly: a child nobody announces (none is expected) is
+// "general-purpose".
+func (b *Bridge) subType(child *session.Session) string {
+	b.mu.Lock()
+	info := b.subs[child.ID()]
+	if info.typ != "" {
+		b.mu.Unlock()
+		return info.typ
+	}
+	if info.known == nil {
+		info.known = make(chan struct{})
+		b.subs[child.ID()] = info
+	}
+	known := info.known
+	b.mu.Unlock()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-known:
+	case <-t.C:
+	case <-b.bg.Done():
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if s, ok := b.subs[child]; ok && s.typ != "" {
-		return s.typ
-	}
-	return "general-purpose"
+	return firstNonEmpty(b.subs[child.ID()].typ, "general-purpose")
 }
 
 func (b *Bridge) transcript(id session.ID) any {
@@ -897,7 +919,7 @@ func (b *Bridge) stop(ctx context.Context, in agent.ContinuationInput, next kern
 	event, subject := "Stop", []string(nil)
 	if s.Header().ParentSession != "" {
 		event = "SubagentStop"
-		typ := b.subType(s.ID())
+		typ := b.subType(s)
 		subject = []string{typ}
 		fields["agent_id"], fields["agent_type"] = string(s.ID()), typ
 		fields["agent_transcript_path"] = b.transcript(s.ID())
@@ -1084,16 +1106,30 @@ func bashCommand(args json.RawMessage) string {
 // their own turn, where it can keep them going).
 func (b *Bridge) InstallSubagents(scope *kernel.Scope, started, ended *kernel.Signal[subagent.Note]) error {
 	name := kernel.Named("hooks-" + b.o.Dialect)
+	// record notes the child's type first thing (prepended, before any
+	// bridge runs hooks), so a child that finishes quickly stops under its
+	// own type.
+	record := func(_ context.Context, n subagent.Note) error {
+		if n.Start == nil {
+			return nil
+		}
+		b.mu.Lock()
+		info := b.subs[n.Child]
+		info.typ = noteType(n.Start)
+		if info.known != nil {
+			close(info.known)
+		} else {
+			info.known = closedChan
+		}
+		b.subs[n.Child] = info
+		b.mu.Unlock()
+		return nil
+	}
 	onStart := func(ctx context.Context, n subagent.Note) error {
 		if n.Start == nil {
 			return nil
 		}
-		typ := firstNonEmpty(n.Start.Agent, "general-purpose")
-		b.mu.Lock()
-		info := b.subs[n.Child]
-		info.typ = typ
-		b.subs[n.Child] = info
-		b.mu.Unlock()
+		typ := noteType(n.Start)
 		m, outs, ok := b.dispatch(call{event: "SubagentStart", subject: []string{typ}, a: n.Parent, ctx: ctx,
 			fields: map[string]any{"agent_id": string(n.Child), "agent_type": typ}})
 		if !ok {
@@ -1125,8 +1161,25 @@ func (b *Bridge) InstallSubagents(scope *kernel.Scope, started, ended *kernel.Si
 		b.dispatch(call{event: "SubagentStop", subject: []string{typ}, a: n.Parent, ctx: ctx, fields: fields})
 		return nil
 	}
+	if err := scope.Add(started.Listen(record, name, kernel.Prepend())); err != nil {
+		return err
+	}
 	if err := scope.Add(started.Listen(onStart, name)); err != nil {
 		return err
 	}
 	return scope.Add(ended.Listen(onEnd, name))
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// noteType is a child's agent type: its custom agent's name; "fork" for a
+// fork of the parent; Claude Code's "general-purpose" for a fresh child.
+func noteType(st *subagent.StartEvent) string {
+	switch {
+	case st.Agent != "":
+		return st.Agent
+	case st.Provider == "fork":
+		return "fork"
+	}
+	return "general-purpose"
 }

@@ -34,7 +34,27 @@ import (
 	"github.com/dshq/dsh/tools/searchtool"
 	"github.com/dshq/dsh/tools/task"
 	"github.com/dshq/dsh/tools/todo"
+	"github.com/dshq/dsh/tools/webtool"
+	"github.com/dshq/dsh/web"
 )
+
+// fakeFetch and fakeSearch answer the web tools without a network.
+type fakeFetch struct{}
+
+func (fakeFetch) ID() string        { return "fake" }
+func (fakeFetch) Available() error  { return nil }
+func (fakeFetch) Fetch(_ context.Context, req web.FetchRequest) (*web.FetchResult, error) {
+	return &web.FetchResult{Provider: "fake", URL: req.URL, FinalURL: req.URL, Status: 200, ContentType: "text/html", Title: "Page",
+		Content: "# Page\n\nThe page's text.", Format: web.FormatMarkdown}, nil
+}
+
+type fakeSearch struct{}
+
+func (fakeSearch) ID() string       { return "fake" }
+func (fakeSearch) Available() error { return nil }
+func (fakeSearch) Search(_ context.Context, req web.SearchRequest) (*web.SearchResult, error) {
+	return &web.SearchResult{Provider: "fake", Query: req.Query, Sources: []web.Source{{URL: "https://example.org/a", Title: "A"}}}, nil
+}
 
 var update = flag.Bool("update", false, "rewrite the golden payloads in testdata/golden")
 
@@ -45,7 +65,7 @@ var events = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Permiss
 // goldenRun drives one session through every event and every tool with a
 // recording hook on each event of both dialects, and returns the payloads
 // each dialect's hooks received, keyed by event and tool call.
-func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, dir string, sessionID, childID string) {
+func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, dir string, sessionID string, children []string) {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -88,16 +108,22 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 		t.Fatal(err)
 	}
 	svc := subagent.NewService(subagent.Options{})
-	d, err := svc.Register(subagent.Spawn(svc, h.Agents))
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range []subagent.Provider{subagent.Spawn(svc, h.Agents), subagent.Fork(svc, h.Agents)} {
+		d, err := svc.Register(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Scope.Add(d)
 	}
-	h.Scope.Add(d)
+	websvc := web.NewService(web.Options{})
+	websvc.RegisterFetch(fakeFetch{})
+	websvc.RegisterSearch(fakeSearch{})
 	var ts []tool.Tool
 	ts = append(ts, bashtool.Tools(exec, bashtool.Options{})...)
 	ts = append(ts, fstool.Tools(fsp, nil, fstool.Options{})...)
 	ts = append(ts, searchtool.Tools(searchtool.Options{})...)
-	ts = append(ts, todo.New(), task.Tool("task", "spawn", svc, h.Agents, nil),
+	ts = append(ts, webtool.Tools(websvc, webtool.Options{})...)
+	ts = append(ts, todo.New(), task.Tool("task", "spawn", svc, h.Agents, nil), task.Tool("fork", "fork", svc, h.Agents, nil),
 		tool.Func(tool.Info{Name: "mcp__srv__echo", Description: "echo"}, func(_ context.Context, _ tool.Call, a struct {
 			Message string `json:"message"`
 		}) (tool.Result, error) {
@@ -120,10 +146,18 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 		scripted.Call("t_edit", "edit", map[string]any{"file_path": "src/a.txt", "old_string": "two", "new_string": "TWO"}, ""),
 		scripted.Call("t_glob", "glob", map[string]any{"pattern": "**/*.go"}, ""),
 		scripted.Call("t_grep", "grep", map[string]any{"pattern": "needle", "path": "src"}, ""),
+		scripted.Call("t_ls", "ls", map[string]any{"path": "src"}, ""),
+		scripted.Call("t_bg", "bash", map[string]any{"command": "sleep 30", "description": "serve", "run_in_background": true}, ""),
+		scripted.Call("t_output", "bash_output", map[string]any{"task_id": "bash-1"}, ""),
+		scripted.Call("t_kill", "bash_kill", map[string]any{"task_id": "bash-1"}, ""),
+		scripted.Call("t_fetch", "web_fetch", map[string]any{"url": "https://example.org/page", "prompt": "summarize"}, ""),
+		scripted.Call("t_search", "web_search", map[string]any{"query": "dsh hooks"}, ""),
 		scripted.Call("t_todo", "todo_write", map[string]any{"todos": []any{map[string]any{"content": "ship it", "status": "in_progress", "activeForm": "Shipping it"}}}, ""),
 		scripted.Call("t_mcp", "mcp__srv__echo", map[string]any{"message": "hi"}, ""),
 		scripted.Call("t_task", "task", map[string]any{"description": "look around", "prompt": "Say hi."}, ""),
 		scripted.Text("child says hi"),
+		scripted.Call("t_fork", "fork", map[string]any{"description": "try it", "prompt": "Say hi again."}, ""),
+		scripted.Text("fork says hi"),
 		scripted.Call("t_fail", "bash", map[string]any{"command": "echo failing; exit 3", "description": "fail"}, ""),
 		scripted.Call("t_ask", "bash", map[string]any{"command": "echo asked", "description": "asked"}, ""),
 		scripted.Text("all done"),
@@ -185,7 +219,7 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 	for _, e := range a.Session().Events() {
 		if e.Type == subagent.TypeStart {
 			st, _ := session.Decode[subagent.StartEvent](e)
-			childID = string(st.ChildSession)
+			children = append(children, string(st.ChildSession))
 		}
 	}
 	payloads = map[string]map[string]json.RawMessage{}
@@ -198,9 +232,10 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 				t.Fatal(err)
 			}
 			var p struct {
-				Event string `json:"hook_event_name"`
-				ID    string `json:"tool_use_id"`
-				Agent string `json:"agent_id"`
+				Event     string `json:"hook_event_name"`
+				ID        string `json:"tool_use_id"`
+				Agent     string `json:"agent_id"`
+				AgentType string `json:"agent_type"`
 			}
 			if err := json.Unmarshal(b, &p); err != nil {
 				t.Fatalf("%s payload is not JSON: %q", dialect, b)
@@ -209,7 +244,10 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 			if p.ID != "" {
 				name += "-" + p.ID
 			}
-			if p.Agent != "" && p.Event != "SubagentStart" && p.Event != "SubagentStop" {
+			switch {
+			case p.Event == "SubagentStart" || p.Event == "SubagentStop":
+				name += "-" + p.AgentType
+			case p.Agent != "":
 				name += "-in-subagent"
 			}
 			if _, dup := payloads[dialect][name]; dup {
@@ -218,16 +256,16 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 			payloads[dialect][name] = b
 		}
 	}
-	return payloads, dir, string(a.Session().ID()), childID
+	return payloads, dir, string(a.Session().ID()), children
 }
 
 // normalize replaces what differs between runs (ids, temp paths,
 // durations) with placeholders and indents the payload.
-func normalize(t *testing.T, raw json.RawMessage, dir, sid, child string) []byte {
+func normalize(t *testing.T, raw json.RawMessage, dir, sid string, children []string) []byte {
 	t.Helper()
 	s := string(raw)
-	if child != "" {
-		s = strings.ReplaceAll(s, child, "<child-session>")
+	for i, child := range children {
+		s = strings.ReplaceAll(s, child, fmt.Sprintf("<child-session-%d>", i+1))
 	}
 	s = strings.ReplaceAll(s, sid, "<session>")
 	s = strings.ReplaceAll(s, dir, "<cwd>")
@@ -269,7 +307,7 @@ func zeroDurations(v any) {
 // every golden file is still produced (a payload that stops firing fails
 // too).
 func TestGoldenPayloads(t *testing.T) {
-	payloads, dir, sid, child := goldenRun(t)
+	payloads, dir, sid, children := goldenRun(t)
 	for _, dialect := range []string{hooks.Claude, hooks.Codex} {
 		gdir := filepath.Join("testdata", "golden", dialect)
 		if *update {
@@ -282,7 +320,7 @@ func TestGoldenPayloads(t *testing.T) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			got := normalize(t, payloads[dialect][name], dir, sid, child)
+			got := normalize(t, payloads[dialect][name], dir, sid, children)
 			path := filepath.Join(gdir, name+".json")
 			if *update {
 				if err := os.WriteFile(path, got, 0o644); err != nil {

@@ -158,3 +158,28 @@ func TestSessionEndBoundedAtExit(t *testing.T) {
 }
 
 var _ = kernel.Named
+
+// A hook that starts a background process and exits does not hold the
+// turn (or dsh) up; the process it left is killed.
+func TestHookForkingABackgroundChild(t *testing.T) {
+	pid := filepath.Join(t.TempDir(), "pid")
+	cmd := `cat >/dev/null; sleep 1000 & echo $! > ` + pid + `; exit 0`
+	cfg := `{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":` + strconv.Quote(cmd) + `}]}]}}`
+	r := newRig(t, hooks.Claude, cfg, nil, bashCall("c1", "echo ran"), scripted.Text("ok"))
+	r.run(t, "go") // would wait the hook's 60 s timeout if the child held it
+	b, err := os.ReadFile(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(n) + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(n, syscall.SIGKILL)
+			t.Fatal("the hook's background child outlived it")
+		}
+	}
+}
