@@ -15,16 +15,18 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/headless"
 	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
 )
 
 // Version is set at build time with -ldflags "-X github.com/dshq/dsh/cli.Version=…".
@@ -37,6 +39,9 @@ type IO struct {
 	Env      func(string) string
 	// Interactive reports whether In and Out are a terminal.
 	Interactive bool
+	// InTerminal reports whether In is a terminal (piped input to -p is
+	// read only when it is not).
+	InTerminal bool
 }
 
 // ExitError carries an exit code and a one-line message.
@@ -60,6 +65,7 @@ type flags struct {
 	cont         bool
 	resume       string
 	takeover     bool
+	headless     headlessFlags
 }
 
 // Main runs dsh and returns the process exit code.
@@ -73,7 +79,7 @@ func Main(args []string, stdio IO) int {
 	defer sig.stop()
 	ctx := withSignals(sig.ctx, sig)
 	cmd := newRoot(stdio)
-	cmd.SetArgs(args)
+	cmd.SetArgs(optionalResume(args))
 	cmd.SetIn(stdio.In)
 	cmd.SetOut(stdio.Out)
 	cmd.SetErr(stdio.Err)
@@ -126,17 +132,23 @@ func newRoot(stdio IO) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
+		Version:       Version,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRoot(cmd.Context(), stdio, f, args)
 		},
 	}
+	root.SetVersionTemplate("dsh {{.Version}}\n")
+	// A bad flag is a usage error (exit 2, nothing ran), on every command.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v (dsh --help lists the flags)", err) })
 	fl := root.Flags()
 	fl.BoolVarP(&f.print, "print", "p", false, "run the prompt headless, print the result and exit (prompt from arguments or stdin)")
-	fl.StringVar(&f.outputFormat, "output-format", "text", "headless output: text, json or stream-json")
+	fl.StringVar(&f.outputFormat, "output-format", "text", "headless output: text, json (Claude Code's result), stream-json (Claude Code's messages) or events (dsh's session events)")
 	fl.BoolVarP(&f.cont, "continue", "c", false, "continue the latest session of this directory")
-	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id")
+	fl.StringVarP(&f.resume, "resume", "r", "", "resume the session with this id (or a unique prefix of it); without one, pick from the recent sessions")
+	fl.Lookup("resume").NoOptDefVal = pickSession
 	fl.BoolVar(&f.takeover, "takeover", false, "with --resume or --continue on a shared (postgres) store: take the session over from the live process holding it, after one lease period")
 	f.register(fl, false)
+	f.headless.register(fl)
 	root.AddCommand(newSessionsCmd(stdio), newStoreCmd(stdio), newVersionCmd(stdio))
 	for _, c := range extraCommands {
 		root.AddCommand(c(stdio))
@@ -212,16 +224,21 @@ func (w *logWriter) Write(p []byte) (int, error) {
 
 // setup runs the configuration pipeline and builds the app.
 func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, nil, usageErr("cannot read the working directory: %v", err)
+	}
+	return setupIn(ctx, stdio, f, cwd)
+}
+
+// setupIn builds the app for the directory cwd (absolute).
+func setupIn(ctx context.Context, stdio IO, f flags, cwd string) (*app.App, func(), error) {
 	h, err := home(stdio.Env)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
 	if err := privateHome(stdio, h); err != nil {
 		return nil, nil, usageErr("creating %s: %v", h, err)
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, nil, usageErr("cannot read the working directory: %v", err)
 	}
 	cfg, trusted, err := f.configure(h, cwd, f.trustPolicy(stdio, h, stdio.Interactive))
 	if err != nil {
@@ -230,9 +247,12 @@ func setup(ctx context.Context, stdio IO, f flags) (*app.App, func(), error) {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintln(stdio.Err, "dsh: "+w)
 	}
-	log, closeLog, err := logger(h, f.verbose, stdio.Err)
+	log, closeLog, err := logger(h, f.verbose || f.headless.debug != "", stdio.Err)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
+	}
+	if f.headless.debug != "" {
+		log = slog.New(slog.NewMultiHandler(log.Handler(), slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	}
 	st := site(stdio, h, cwd, trusted)
 	st.Version, st.Warn = Version, stdioWarner(stdio).warn
@@ -266,18 +286,40 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 	if f.cont && f.resume != "" {
 		return usageErr("--continue and --resume cannot be used together")
 	}
+	// The Claude Agent SDK runs Claude Code with the stream-json formats
+	// and without -p: they mean headless.
+	if f.headless.inputFormat == headless.InputStreamJSON || (f.outputFormat != "" && f.outputFormat != headless.FormatText) {
+		f.print = true
+	}
+	if f.headless.skipPermissions {
+		if f.permissionMode != "" && f.permissionMode != "bypassPermissions" {
+			return usageErr("--dangerously-skip-permissions and --permission-mode %s contradict each other", f.permissionMode)
+		}
+		f.permissionMode = "bypassPermissions"
+	}
+	if f.resume == pickSession && (!stdio.Interactive || f.print) {
+		return listForResume(ctx, stdio, f)
+	}
 	a, done, err := setup(ctx, stdio, f)
 	if err != nil {
 		if f.print && errors.Is(err, app.ErrStoreOpen) {
-			app.WriteRefused(stdio.Out, f.outputFormat, f.resume, f.model, 0, err)
+			headless.WriteRefused(stdio.Out, f.outputFormat, f.resume, err)
 		}
 		return err
 	}
 	defer done()
 	var resume session.ID
+	pick := false
 	switch {
+	case f.resume == pickSession:
+		pick = true
 	case f.resume != "":
-		resume = session.ID(f.resume)
+		if resume, err = resolveSession(ctx, a.Coordinator, f.resume); err != nil {
+			if f.print {
+				headless.WriteRefused(stdio.Out, f.outputFormat, f.resume, err)
+			}
+			return err
+		}
 	case f.cont:
 		id, err := a.Latest(ctx)
 		if err != nil {
@@ -300,33 +342,49 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 		}
 	}
 	if f.print {
-		prompt := strings.Join(args, " ")
-		if strings.TrimSpace(prompt) == "" {
-			b, err := io.ReadAll(stdio.In)
-			if err != nil {
-				return usageErr("reading the prompt from stdin: %v", err)
-			}
-			prompt = string(b)
-		}
-		if strings.TrimFunc(prompt, func(r rune) bool { return unicode.IsSpace(r) || r == 0 }) == "" {
-			return usageErr("no prompt: pass it as an argument or on stdin")
-		}
-		if a.DemoFallback {
-			return usageErr("no model is configured: set DEEPSEEK_API_KEY, ANTHROPIC_API_KEY or OPENAI_API_KEY, pick one with --model provider/model, or run the offline demo with --model demo")
-		}
-		code, err := a.RunHeadless(ctx, app.HeadlessOptions{Prompt: prompt, Format: f.outputFormat, Out: stdio.Out, Resume: resume})
-		if err != nil || code != 0 {
-			if err == nil {
-				err = errors.New("")
-			}
-			return &ExitError{Code: code, Err: err}
-		}
-		return nil
+		return runHeadless(ctx, stdio, a, f, args, resume)
 	}
 	if !stdio.Interactive && stdio.Env("DSH_BENCH_EXIT_READY") == "" {
 		return usageErr("not a terminal: use -p for headless mode (dsh -p \"prompt\")")
 	}
-	return runInteractive(ctx, stdio, a, resume, strings.Join(args, " "))
+	return runInteractive(ctx, stdio, a, resume, pick, strings.Join(args, " "))
+}
+
+// listForResume answers -r without an id where no picker can be shown:
+// the recent sessions of this directory, and how to resume one.
+func listForResume(ctx context.Context, stdio IO, f flags) error {
+	c, done, err := openStore(stdio, f.settingsFile)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cwd, _ := os.Getwd()
+	infos, err := c.List(ctx, store.Query{Cwd: cwd})
+	if err != nil {
+		return &ExitError{Code: app.ExitError, Err: fmt.Errorf("listing sessions: %s", plainError(err))}
+	}
+	sortInfos(infos)
+	if len(infos) == 0 {
+		return usageErr("--resume needs a session id, and there is no session in %s yet", cwd)
+	}
+	if len(infos) > 10 {
+		infos = infos[:10]
+	}
+	w := tabwriter.NewWriter(stdio.Err, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tLAST ACTIVITY\tTURNS\tTITLE")
+	for _, in := range infos {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", in.Header.ID, time.UnixMilli(in.LastActivity).Format("2006-01-02 15:04"), in.Turns, firstLineOf(in.Title))
+	}
+	_ = w.Flush()
+	return usageErr("--resume needs a session id here (no terminal to pick one in): dsh -r ID, with an id above or a unique prefix of one")
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:60]) + "…"
+	}
+	return s
 }
 
 func newVersionCmd(stdio IO) *cobra.Command {

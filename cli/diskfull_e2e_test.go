@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,14 +126,14 @@ func TestDiskFullBeforeTheRun(t *testing.T) {
 			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 				t.Fatalf("json result: %v\n%s", err, r.stdout)
 			}
-			if res["is_error"] != true || res["subtype"] != "error_not_saved" || !strings.Contains(res["error"].(string), "could not be saved") {
+			if res["is_error"] != true || res["subtype"] != "error_during_execution" || res["error_kind"] != "not_saved" || !strings.Contains(fmt.Sprint(res["errors"]), "could not be saved") {
 				t.Fatalf("json result %v", res)
 			}
 			sj := d.iv.run(t, "-p", "--model", model, "--output-format", "stream-json", "fresh prompt"+big)
 			d.notSaved(sj, "new session on a full disk (stream-json)")
 			lines := strings.Split(strings.TrimSpace(sj.stdout), "\n")
 			var last map[string]any
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last["type"] != "result" || last["subtype"] != "error_not_saved" {
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last["type"] != "result" || last["error_kind"] != "not_saved" {
 				t.Fatalf("stream-json last line %q: %v", lines[len(lines)-1], err)
 			}
 			if n := d.model.requestCount(); n != 1 {

@@ -163,11 +163,11 @@ func TestHeadlessToolTurn(t *testing.T) {
 				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 					t.Fatalf("json output: %v\n%s", err, r.stdout)
 				}
-				if res["result"] != "All done: notes.txt now says goodbye." || res["stop_reason"] != "completed" || res["num_steps"].(float64) != 4 {
+				if res["result"] != "All done: notes.txt now says goodbye." || res["terminal_reason"] != "completed" || res["num_turns"].(float64) != 4 {
 					t.Fatalf("result %v", res)
 				}
 				u := res["usage"].(map[string]any)
-				if u["cacheReadTokens"].(float64) != 3*64 {
+				if u["cache_read_input_tokens"].(float64) != 3*64 {
 					t.Fatalf("usage %v", u)
 				}
 				sessionID = res["session_id"].(string)
@@ -184,8 +184,9 @@ func TestHeadlessToolTurn(t *testing.T) {
 					types = append(types, line["type"].(string))
 					last = line
 				}
-				if types[0] != "turn/start" || last["type"] != "result" || !contains(types, "tool/result") {
-					t.Fatalf("stream types %v", types)
+				want := []string{"system", "assistant", "user", "assistant", "user", "assistant", "user", "assistant", "result"}
+				if strings.Join(types, " ") != strings.Join(want, " ") || last["subtype"] != "success" {
+					t.Fatalf("stream types %v (want %v)", types, want)
 				}
 				sessionID = last["session_id"].(string)
 			}
@@ -660,7 +661,7 @@ func TestHeadlessDemoChosenByName(t *testing.T) {
 	rc := exec.Command(dshBin, "-p", "-r", "no-such-session", "hello")
 	rc.Dir = dir
 	rc.Env = append(os.Environ(), "DSH_HOME="+home, "DSH_MODEL=demo")
-	if out, err := rc.CombinedOutput(); err == nil || err.(*exec.ExitError).ExitCode() != 2 || !strings.Contains(string(out), "not found") {
+	if out, err := rc.CombinedOutput(); err == nil || err.(*exec.ExitError).ExitCode() != 2 || !strings.Contains(string(out), `no session "no-such-session"`) {
 		t.Fatalf("-r of an unknown session: %v %s", err, out)
 	}
 	cmd := exec.Command(dshBin, "-p")

@@ -274,13 +274,15 @@ func TestHeadlessSessionInUseJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(refused.stdout), &res); err != nil {
 		t.Fatalf("refused run printed no JSON result: %v %+v", err, refused)
 	}
-	if refused.code == 0 || res["is_error"] != true || res["subtype"] != "error_session_in_use" || res["session_id"] != id ||
-		!strings.Contains(res["error"].(string), "in use by another dsh process") || !strings.Contains(refused.stderr, "in use") {
+	if refused.code == 0 || res["is_error"] != true || res["subtype"] != "error_during_execution" || res["error_kind"] != "session_in_use" || res["session_id"] != id ||
+		!strings.Contains(fmt.Sprint(res["errors"]), "in use by another dsh process") || !strings.Contains(refused.stderr, "in use") {
 		t.Fatalf("refused run: exit %d result %v stderr %q", refused.code, res, refused.stderr)
 	}
 }
 
-// A failed turn's JSON result names the kind of error, not "error_error".
+// A failed turn's JSON result is Claude Code's for a failed model call
+// (success with is_error, the error as the result) and names the kind of
+// error in error_kind.
 func TestHeadlessErrorSubtype(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"invalid api key","type":"authentication_error"}}`, http.StatusUnauthorized)
@@ -292,7 +294,8 @@ func TestHeadlessErrorSubtype(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v %+v", err, r)
 	}
-	if r.code != 1 || res["subtype"] != "error_auth" || res["stop_reason"] != "error" {
+	if r.code != 1 || res["subtype"] != "success" || res["is_error"] != true || res["error_kind"] != "auth" || res["terminal_reason"] != "api_error" ||
+		!strings.Contains(fmt.Sprint(res["result"]), "invalid api key") {
 		t.Fatalf("exit %d result %v", r.code, res)
 	}
 }

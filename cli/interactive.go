@@ -10,7 +10,7 @@ import (
 )
 
 // runInteractive runs the terminal UI on the process's terminal.
-var runInteractive = func(ctx context.Context, stdio IO, a *app.App, resume session.ID, first string) error {
+var runInteractive = func(ctx context.Context, stdio IO, a *app.App, resume session.ID, pick bool, first string) error {
 	h, err := home(stdio.Env)
 	if err != nil {
 		return usageErr("%v", err)

@@ -26,7 +26,7 @@ func init() { extraCommands = append(extraCommands, newMCPCmd) }
 func newMCPCmd(stdio IO) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mcp",
-		Short: "inspect the configured MCP (Model Context Protocol) servers",
+		Short: "inspect the configured MCP (Model Context Protocol) servers, or serve dsh as one",
 		Long: `MCP servers are configured as in Claude Code: "mcpServers" in
 ~/.dsh/settings.json (or $DSH_HOME/settings.json), .dsh/settings.json,
 .dsh/settings.local.json, and the project's .mcp.json. Project servers run
@@ -51,7 +51,7 @@ lazy servers show the tool list cached from their last run.`,
 	fl.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for each server to start")
 	fl.StringVar(&o.settingsFile, "settings", "", "an extra settings file, applied last")
 	fl.BoolVar(&o.trust, "trust", false, "trust this project's MCP servers and settings (recorded in $DSH_HOME/trust.json)")
-	root.AddCommand(list)
+	root.AddCommand(list, newMCPServeCmd(stdio))
 	return root
 }
 

@@ -205,7 +205,7 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 	copyCmd.Flags().StringVar(&to, "to", "", "the store to copy to (default: the one your settings choose)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show ID",
-		Short: "print a readable transcript of a session",
+		Short: "print a readable transcript of a session (ID may be a unique prefix)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, done, err := openStore(stdio, settingsFile)
@@ -213,9 +213,13 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 				return err
 			}
 			defer done()
-			h, events, err := c.Read(cmd.Context(), session.ID(args[0]))
+			id, err := resolveSession(cmd.Context(), c, args[0])
 			if err != nil {
 				return err
+			}
+			h, events, err := c.Read(cmd.Context(), id)
+			if err != nil {
+				return &ExitError{Code: app.ExitError, Err: fmt.Errorf("reading session %s: %s", id, plainError(err))}
 			}
 			// A transcript is many small writes: one system call each on
 			// an unbuffered stdout.
@@ -238,7 +242,7 @@ func newExportCmd(stdio IO, settingsFile *string) *cobra.Command {
 	var salvage bool
 	cmd := &cobra.Command{
 		Use:   "export ID",
-		Short: "write the raw session log (JSONL: header line, then one event per line)",
+		Short: "write the raw session log (JSONL: header line, then one event per line; ID may be a unique prefix)",
 		Long: `export writes a session's log as JSONL: a header line, then one event per line.
 
 A log damaged in its middle cannot be exported as it is (nor resumed); with
@@ -251,7 +255,10 @@ damaged ranges on stderr.`,
 				return err
 			}
 			defer done()
-			id := session.ID(args[0])
+			id, err := resolveSession(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
 			var h session.Header
 			var events []session.Event
 			if salvage {

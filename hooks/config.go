@@ -14,6 +14,7 @@
 package hooks
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +81,15 @@ type Hook struct {
 	Source string
 	// Project is true for hooks from a project directory (they need trust).
 	Project bool
+	// Func, when set, is an in-process hook (a Claude Agent SDK callback
+	// registered over the control protocol): it receives the payload a
+	// command hook reads on stdin and answers with the JSON a command hook
+	// prints. Command then only names it in logs and records.
+	Func func(ctx context.Context, payload []byte) (json.RawMessage, error)
+	// BlockOnFailure makes a Func that fails (or times out) block, as the
+	// SDK's onFailure: "block" asks; otherwise a failure is a non-blocking
+	// error, like a command hook's non-zero exit.
+	BlockOnFailure bool
 }
 
 // Label names a hook in messages: its command or prompt, shortened.

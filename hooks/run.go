@@ -272,9 +272,12 @@ func (r Runner) Run(ctx context.Context, hooks []Hook, payload []byte, event, cw
 	for i, h := range hooks {
 		wg.Go(func() {
 			start := time.Now()
-			if h.Type == TypePrompt {
+			switch {
+			case h.Func != nil:
+				outs[i] = r.callback(ctx, h, payload, event, h.timeout(event))
+			case h.Type == TypePrompt:
 				outs[i] = r.runPrompt(ctx, h, payload, event, model)
-			} else {
+			default:
 				outs[i] = r.runCommand(ctx, h, payload, event, cwd, env)
 			}
 			outs[i].Duration = time.Since(start)
@@ -429,4 +432,27 @@ func jsonObject(s string) string {
 		i += j + 1
 	}
 	return ""
+}
+
+// callback runs an in-process hook (Hook.Func) within its timeout.
+func (r Runner) callback(ctx context.Context, h Hook, payload []byte, event string, timeout time.Duration) Output {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := h.Func(cctx, payload)
+	if err == nil {
+		zero := 0
+		return Decode(&zero, string(out), "", event)
+	}
+	msg := err.Error()
+	timedOut := cctx.Err() != nil && ctx.Err() == nil
+	if timedOut {
+		msg = timeoutMessage(h, event)
+	}
+	if h.BlockOnFailure {
+		two := 2
+		return Decode(&two, "", "hook callback failed, and it blocks on failure: "+msg, event)
+	}
+	o := Decode(nil, "", "hook callback failed: "+msg, event)
+	o.TimedOut = timedOut
+	return o
 }

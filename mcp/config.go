@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/dshq/dsh/settings"
 )
 
@@ -23,6 +25,10 @@ const (
 	TransportStdio = "stdio"
 	TransportHTTP  = "http"
 	TransportSSE   = "sse"
+	// TransportSDK is a server the program that runs dsh hosts in its own
+	// process (a Claude Agent SDK createSdkMcpServer), reached through
+	// ServerConfig.Custom.
+	TransportSDK = "sdk"
 )
 
 // Startup modes.
@@ -96,6 +102,10 @@ type ServerConfig struct {
 	// project and local settings): they start only when Options.Trusted
 	// accepts it. Empty for servers the user configured.
 	Dir string `json:"-"`
+	// Custom is the transport of an "sdk" server (set in code, never read
+	// from JSON). Its tool list is never cached: the host process defines
+	// it anew each run.
+	Custom sdk.Transport `json:"-"`
 }
 
 // Transport returns the normalized transport name.
@@ -110,6 +120,8 @@ func (c ServerConfig) Transport() string {
 		return TransportHTTP
 	case TransportSSE:
 		return TransportSSE
+	case TransportSDK:
+		return TransportSDK
 	}
 	return strings.ToLower(c.Type)
 }
@@ -121,7 +133,7 @@ func (c ServerConfig) Timeout() time.Duration {
 }
 
 // Lazy reports whether the server starts on first use.
-func (c ServerConfig) Lazy() bool { return c.Startup != StartupEager }
+func (c ServerConfig) Lazy() bool { return c.Startup != StartupEager && c.Transport() != TransportSDK }
 
 // Validate checks the config's shape.
 func (c ServerConfig) Validate() error {
@@ -142,6 +154,10 @@ func (c ServerConfig) Validate() error {
 	case TransportHTTP, TransportSSE:
 		if c.URL == "" {
 			return fmt.Errorf(`%s server needs "url"`, c.Transport())
+		}
+	case TransportSDK:
+		if c.Custom == nil {
+			return errors.New(`"sdk" servers are hosted by the program that runs dsh (the Claude Agent SDK); they cannot be configured in a file`)
 		}
 	default:
 		return fmt.Errorf("unknown type %q (want stdio, http or sse)", c.Type)

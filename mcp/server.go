@@ -194,7 +194,11 @@ func (s *server) init() {
 		s.set(StateUntrusted, fmt.Errorf("project %s is not trusted; its MCP servers start once you trust it", s.cfg.Dir))
 		return
 	}
-	cache, err := loadCache(s.m.o.Home, s.cfg)
+	var cache *cacheEntry
+	var err error
+	if s.cfg.Transport() != TransportSDK {
+		cache, err = loadCache(s.m.o.Home, s.cfg)
+	}
 	if err != nil {
 		s.m.o.Logger.Warn("mcp: ignoring the tool cache", append(s.log(), "err", err)...)
 	}
@@ -389,6 +393,8 @@ func (s *server) connect() (*conn, error) {
 		// returns, so the stream gets the connection's own (as the HTTP
 		// transport's does above).
 		transport = &lifetime{Transport: &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: s.httpClient(cfg.Headers)}, ctx: c.ctx}
+	case TransportSDK:
+		transport = cfg.Custom
 	default:
 		c.cancel()
 		return nil, fmt.Errorf("unknown transport %q", cfg.Transport())
@@ -600,6 +606,9 @@ func (s *server) listTools(sess *sdk.ClientSession) ([]*sdk.Tool, error) {
 }
 
 func (s *server) saveCache(defs []*sdk.Tool, instr string) {
+	if s.cfg.Transport() == TransportSDK {
+		return
+	}
 	if err := saveCache(s.m.o.Home, s.cfg, defs, instr, s.m.o.Now()); err != nil {
 		s.m.o.Logger.Warn("mcp: writing the tool cache", append(s.log(), "err", err)...)
 	}
@@ -833,8 +842,11 @@ func (s *server) status() ServerStatus {
 }
 
 func target(c ServerConfig) string {
-	if c.Transport() == TransportStdio {
+	switch c.Transport() {
+	case TransportStdio:
 		return strings.Join(append([]string{c.Command}, c.Args...), " ")
+	case TransportSDK:
+		return "in-process (" + c.Name + ")"
 	}
 	return c.URL
 }

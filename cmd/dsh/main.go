@@ -22,5 +22,6 @@ func main() {
 	os.Exit(cli.Main(os.Args[1:], cli.IO{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		Interactive: cli.IsTerminal(os.Stdin) && cli.IsTerminal(os.Stdout),
+		InTerminal:  cli.IsTerminal(os.Stdin),
 	}))
 }

@@ -45,7 +45,7 @@ func TestConverterShapes(t *testing.T) {
 		}
 		got = append(got, e.Kind+" "+string(b))
 	}
-	id := MessageID("s1", "2")
+	id := StepMessageID("s1", 1, 1)
 	usage := `"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":64,"output_tokens":3}`
 	want := []string{
 		`user {"role":"user","content":[{"type":"text","text":"hi"}]}`,

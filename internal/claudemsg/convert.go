@@ -60,7 +60,7 @@ func (c Converter) Event(e session.Event) []Entry {
 		if am.Usage != nil {
 			usage = FromUsage(*am.Usage)
 		}
-		id := MessageID(c.Session, seq)
+		id := StepMessageID(c.Session, am.Turn, am.Step)
 		var out []Entry
 		for i, b := range Blocks(am.Content) {
 			if b.Type == "text" && b.Text == "" {
@@ -94,6 +94,12 @@ func (c Converter) Event(e session.Event) []Entry {
 			Prompt: src.Kind == "user", Meta: src.Kind != "user"}}
 	}
 	return nil
+}
+
+// StepMessageID is the message id of a step's assistant message: the same
+// for every block of it and for the stream events that delivered it.
+func StepMessageID(session string, turn, step int) string {
+	return MessageID(session, "turn", strconv.Itoa(turn), "step", strconv.Itoa(step))
 }
 
 // Events converts a whole log, in order.

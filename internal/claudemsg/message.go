@@ -147,6 +147,15 @@ type Usage struct {
 	OutputTokens             int    `json:"output_tokens"`
 	ServerToolUse            *STU   `json:"server_tool_use,omitempty"`
 	ServiceTier              string `json:"service_tier,omitempty"`
+	// CacheCreation splits cache writes by lifetime (dsh asks for the
+	// 5-minute cache only).
+	CacheCreation *CacheCreation `json:"cache_creation,omitempty"`
+}
+
+// CacheCreation is Anthropic's cache-write breakdown.
+type CacheCreation struct {
+	Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
+	Ephemeral5m int `json:"ephemeral_5m_input_tokens"`
 }
 
 // STU counts server-side tool requests (always zero for dsh: its web tools
@@ -168,6 +177,7 @@ func ResultUsage(u llm.Usage) Usage {
 	r := FromUsage(u)
 	r.ServerToolUse = &STU{}
 	r.ServiceTier = "standard"
+	r.CacheCreation = &CacheCreation{Ephemeral5m: u.CacheWriteTokens}
 	return r
 }
 

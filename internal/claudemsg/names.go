@@ -1,6 +1,7 @@
 package claudemsg
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"path/filepath"
@@ -168,6 +169,11 @@ func rename(obj json.RawMessage, names map[string]string, reverse bool) json.Raw
 			out[nk] = v
 		}
 	}
-	b, _ := json.Marshal(out)
-	return b
+	// Without HTML escaping: the arguments are what a tool runs, and a
+	// command's ">" must stay readable in the log.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out)
+	return bytes.TrimRight(buf.Bytes(), "\n")
 }

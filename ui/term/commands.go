@@ -167,7 +167,11 @@ func (u *ui) resumeCmd(arg string) {
 			return
 		}
 		var b strings.Builder
-		b.WriteString(u.st.Bold("Recent sessions here") + u.st.Dim(" (resume with /resume <n>)") + "\n")
+		hint := " (resume with /resume <n>)"
+		if u.picking {
+			hint = " (type a number to resume it, or anything else to start a new session)"
+		}
+		b.WriteString(u.st.Bold("Recent sessions here") + u.st.Dim(hint) + "\n")
 		for i, in := range infos {
 			title := firstLine(sanitize(in.Title))
 			if title == "" {

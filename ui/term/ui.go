@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,10 @@ type Options struct {
 	// Cwd is the working directory shown in the status line (default: the
 	// session's).
 	Cwd string
+	// PickSession starts with the list of recent sessions of the
+	// directory (dsh -r without an id): typing a number resumes that one,
+	// anything else starts the new session as usual.
+	PickSession bool
 }
 
 // Messages to the UI goroutine.
@@ -139,13 +144,16 @@ type ui struct {
 	grace    time.Duration
 
 	resumeList []store.Info
-	lastCtrlC  time.Time
-	hint       string
-	hintUntil  time.Time
-	frame      int
-	quit       bool
-	inputDone  bool
-	lastDraw   time.Time
+	// picking: the session list of dsh -r is shown and a bare number
+	// picks from it (until the first other input).
+	picking   bool
+	lastCtrlC time.Time
+	hint      string
+	hintUntil time.Time
+	frame     int
+	quit      bool
+	inputDone bool
+	lastDraw  time.Time
 }
 
 // approvalGrace guards against keys meant for the editor answering a
@@ -266,6 +274,11 @@ func Run(ctx context.Context, o Options) error {
 		u.draw()
 		_, _ = io.WriteString(u.out, u.scr.Clear())
 		return err
+	}
+	if o.PickSession {
+		u.picking = true
+		u.resumeCmd("")
+		u.picking = len(u.resumeList) > 0
 	}
 	if strings.TrimSpace(o.FirstPrompt) != "" {
 		u.submit(o.FirstPrompt)
@@ -632,6 +645,13 @@ func (u *ui) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Approv
 
 // submit sends a prompt, steers the running turn, or runs a command.
 func (u *ui) submit(text string) {
+	if u.picking {
+		u.picking = false
+		if n, err := strconv.Atoi(strings.TrimSpace(text)); err == nil && n >= 1 && n <= len(u.resumeList) {
+			u.resumeCmd(strconv.Itoa(n))
+			return
+		}
+	}
 	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
 		u.command(strings.TrimSpace(text))
 		return

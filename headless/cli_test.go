@@ -1,0 +1,201 @@
+package headless_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dshq/dsh/internal/fakeanthropic"
+)
+
+func echoReply(req fakeanthropic.Request) fakeanthropic.Reply {
+	return fakeanthropic.Reply{Text: "you said: " + strings.TrimSpace(req.LastUserText())}
+}
+
+// `echo 42 | dsh -p "what number?"`: the piped data reaches the model
+// with the prompt.
+func TestPipedStdinGoesToTheModel(t *testing.T) {
+	e := newEnv(t, echoReply)
+	r := e.dsh("42\n", "-p", "what number?")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	got := reqs[0].LastUserText()
+	if !strings.Contains(got, "42") || !strings.Contains(got, "what number?") {
+		t.Fatalf("the model's request has %q", got)
+	}
+	// Past the cap the input is cut, and both the user and the model are
+	// told.
+	big := strings.Repeat("x", 600<<10)
+	r = e.dsh(big, "-p", "how long?")
+	if r.code != 0 || !strings.Contains(r.stderr, "only its first 512 KiB") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	last := e.model.Requests()[1].LastUserText()
+	if !strings.Contains(last, "standard input was cut at 512 KiB") || strings.Count(last, "x") != 512<<10 || !strings.Contains(last, "how long?") {
+		t.Fatalf("capped request: %d x's, note present %v", strings.Count(last, "x"), strings.Contains(last, "cut at"))
+	}
+}
+
+func TestBadFlagsExitTwo(t *testing.T) {
+	e := newEnv(t, echoReply)
+	for _, args := range [][]string{
+		{"-p", "--bogus"},
+		{"--bogus"},
+		{"-p", "--output-format", "yaml", "hi"},
+		{"-p", "--input-format", "xml", "hi"},
+		{"-p", "--max-turns", "many", "hi"},
+		{"sessions", "--bogus"},
+	} {
+		r := e.dsh("", args...)
+		if r.code != 2 {
+			t.Errorf("dsh %v: exit %d (want 2): %s", args, r.code, r.stderr)
+		}
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Fatalf("a bad command line reached the model %d times", n)
+	}
+	v := e.dsh("", "--version")
+	if v.code != 0 || !strings.HasPrefix(v.stdout, "dsh ") {
+		t.Fatalf("--version: %+v", v)
+	}
+}
+
+// Kebab-case --allowed-tools is Claude Code's other spelling of
+// --allowedTools; --dangerously-skip-permissions is bypass mode.
+func TestClaudeCodeFlagSpellings(t *testing.T) {
+	calls := func(req fakeanthropic.Request) fakeanthropic.Reply {
+		if len(req.ToolResults()) > 0 {
+			return fakeanthropic.Reply{Text: "result: " + strings.TrimSpace(fakeanthropic.Request{Messages: []fakeanthropic.Message{{Role: "user", Content: req.ToolResults()[0].Content}}}.Text())}
+		}
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_1", Name: "bash", Input: map[string]string{"command": "touch made.txt && echo made", "description": "make"}}}}
+	}
+	for _, tc := range []struct {
+		args  []string
+		allow bool
+	}{
+		{[]string{}, false},
+		{[]string{"--allowed-tools", "Bash(touch:*)"}, true},
+		{[]string{"--dangerously-skip-permissions"}, true},
+		{[]string{"--allowed-tools", "Bash(touch:*)", "--disallowed-tools", "Bash(touch:*)"}, false},
+	} {
+		e := newEnv(t, calls)
+		r := e.dsh("", append([]string{"-p", "--output-format", "json"}, append(tc.args, "make it")...)...)
+		var res map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("%v: %v %q %s", tc.args, err, r.stdout, r.stderr)
+		}
+		ran := strings.TrimSpace(fmt.Sprint(res["result"])) == "result: made"
+		if ran != tc.allow {
+			t.Errorf("%v: the command ran %v (want %v): %v", tc.args, ran, tc.allow, res["result"])
+		}
+		if d, _ := res["permission_denials"].([]any); (len(d) == 0) != tc.allow {
+			t.Errorf("%v: permission_denials %v", tc.args, d)
+		}
+	}
+}
+
+// The events format is documented as a JSON Schema; real output follows it.
+func TestEventsFormatFollowsItsSchema(t *testing.T) {
+	raw, err := os.ReadFile("../docs/schema/events.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+		if len(req.ToolResults()) == 0 {
+			return fakeanthropic.Reply{Thinking: "look first", ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_ls", Name: "ls", Input: map[string]string{}}}}
+		}
+		return fakeanthropic.Reply{Text: "Nothing here."}
+	})
+	r := e.dsh("", "-p", "--output-format", "events", "what is here?")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	seen := map[string]bool{}
+	ls := lines(t, r.stdout)
+	for i, l := range ls {
+		if err := rs.Validate(l); err != nil {
+			t.Errorf("line %d does not follow the schema: %v\n%v", i, err, l)
+		}
+		seen[l["type"].(string)] = true
+	}
+	for _, typ := range []string{"turn/start", "user/message", "step/start", "assistant/chunk", "assistant/message", "tool/call", "tool/result", "step/end", "turn/end", "result"} {
+		if !seen[typ] {
+			t.Errorf("no %s line", typ)
+		}
+	}
+	last := ls[len(ls)-1]
+	if last["result"] != "Nothing here." || last["stop_reason"] != "completed" || last["num_steps"].(float64) != 2 {
+		t.Fatalf("result line %v", last)
+	}
+	// A line that breaks the schema is caught (the check is not vacuous).
+	bad := map[string]any{"type": "tool/result", "seq": 1, "time": 1, "data": map[string]any{"turn": 1, "step": 1, "callId": "x", "content": []any{}, "isError": "no"}}
+	if rs.Validate(bad) == nil {
+		t.Fatal("a malformed tool/result line passed the schema")
+	}
+}
+
+// Session ids: pinned with --session-id, resumed by a unique prefix,
+// ambiguity reported with the candidates, forks leave the original alone.
+func TestSessionIDsAndPrefixes(t *testing.T) {
+	e := newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+		return fakeanthropic.Reply{Text: fmt.Sprintf("%d messages so far", len(req.Messages))}
+	})
+	const a, b = "aaaa1111-0000-4000-8000-000000000001", "aaaa2222-0000-4000-8000-000000000002"
+	for _, id := range []string{a, b} {
+		if r := e.dsh("", "-p", "--session-id", id, "hello"); r.code != 0 {
+			t.Fatalf("--session-id %s: exit %d %s", id, r.code, r.stderr)
+		}
+	}
+	if r := e.dsh("", "-p", "--session-id", a, "again"); r.code != 2 || !strings.Contains(r.stderr, "already exists") {
+		t.Fatalf("reused --session-id: exit %d %s", r.code, r.stderr)
+	}
+	r := e.dsh("", "-p", "-r", "aaaa", "more")
+	if r.code != 2 || !strings.Contains(r.stderr, a) || !strings.Contains(r.stderr, b) || !strings.Contains(r.stderr, "ambiguous") {
+		t.Fatalf("ambiguous -r: exit %d %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "store:") || strings.Contains(r.stderr, "loop:") {
+		t.Fatalf("an internal error chain reached the user: %s", r.stderr)
+	}
+	r = e.dsh("", "-p", "--output-format", "json", "-r", "aaaa1", "more")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res["session_id"] != a || res["result"] != "3 messages so far" {
+		t.Fatalf("-r prefix: exit %d %v %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	// --fork-session: a new session from the resumed one's turns.
+	r = e.dsh("", "-p", "--output-format", "json", "-r", "aaaa2", "--fork-session", "branch")
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res["session_id"] == b || res["result"] != "3 messages so far" {
+		t.Fatalf("fork: %v %s %s", err, r.stdout, r.stderr)
+	}
+	show := e.dsh("", "sessions", "show", "aaaa2")
+	if show.code != 0 || strings.Contains(show.stdout, "branch") || !strings.Contains(show.stdout, b) {
+		t.Fatalf("the original changed, or show by prefix failed: %+v", show)
+	}
+	if ex := e.dsh("", "sessions", "export", "aaaa"); ex.code != 2 || !strings.Contains(ex.stderr, "ambiguous") {
+		t.Fatalf("export of an ambiguous prefix: %+v", ex)
+	}
+	if ex := e.dsh("", "sessions", "show", "nope"); ex.code != 2 || !strings.Contains(ex.stderr, `no session "nope"`) {
+		t.Fatalf("show of an unknown id: %+v", ex)
+	}
+	// -r without an id and no terminal lists the sessions to choose from.
+	r = e.dsh("", "-p", "-r")
+	if r.code != 2 || !strings.Contains(r.stderr, a) || !strings.Contains(r.stderr, "needs a session id") {
+		t.Fatalf("-r alone: exit %d %s", r.code, r.stderr)
+	}
+}

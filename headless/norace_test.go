@@ -1,0 +1,5 @@
+//go:build !race
+
+package headless_test
+
+const raceBuild = false

@@ -1,0 +1,157 @@
+// Drives dsh with the official Claude Agent SDK (@anthropic-ai/claude-agent-sdk)
+// as Claude Code would be driven. Usage: node sdk.mjs SCENARIO; the Go test
+// (sdk_test.go) sets DSH_BIN, the environment for dsh (DSH_HOME, the fake
+// model's URL) and WORKDIR, and reads one JSON object from stdout: the
+// messages the SDK yielded and what the callbacks saw.
+import { query, tool, createSdkMcpServer } from "@anthropic-ai/claude-agent-sdk";
+import { z } from "zod";
+
+const scenario = process.argv[2];
+const bin = process.env.DSH_BIN;
+const cwd = process.env.WORKDIR;
+const base = {
+  pathToClaudeCodeExecutable: bin,
+  cwd,
+  env: { ...process.env },
+  stderr: (s) => stderr.push(s),
+};
+const stderr = [];
+const seen = { canUseTool: [], hooks: [], mcpCalls: [] };
+
+async function collect(q, onMessage) {
+  const out = [];
+  for await (const m of q) {
+    out.push(m);
+    if (onMessage) await onMessage(m, q);
+  }
+  return out;
+}
+
+// An input stream the scenario feeds one message at a time.
+function channel() {
+  const queue = [];
+  let wake;
+  let closed = false;
+  return {
+    push(text) {
+      queue.push({ type: "user", message: { role: "user", content: text }, parent_tool_use_id: null, session_id: "" });
+      wake?.();
+    },
+    close() { closed = true; wake?.(); },
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        while (queue.length) yield queue.shift();
+        if (closed) return;
+        await new Promise((r) => (wake = r));
+        wake = undefined;
+      }
+    },
+  };
+}
+
+const scenarios = {
+  async query() {
+    const q = query({ prompt: "say hello", options: { ...base, includePartialMessages: true } });
+    return { messages: await collect(q) };
+  },
+
+  async multiturn() {
+    const input = channel();
+    input.push("first: remember the number 7");
+    const q = query({ prompt: input, options: { ...base } });
+    let results = 0;
+    const messages = await collect(q, (m) => {
+      if (m.type === "result") {
+        results++;
+        if (results === 1) input.push("second: what was the number?");
+        else input.close();
+      }
+    });
+    return { messages };
+  },
+
+  async canusetool() {
+    const q = query({
+      prompt: "make the files",
+      options: {
+        ...base,
+        canUseTool: async (name, input, opts) => {
+          seen.canUseTool.push({ name, input, toolUseID: opts.toolUseID });
+          if (String(input.command).includes("denied.txt")) {
+            return { behavior: "deny", message: "no denied.txt, please" };
+          }
+          return { behavior: "allow", updatedInput: { ...input, command: "printf rewritten > allowed.txt" } };
+        },
+      },
+    });
+    return { messages: await collect(q) };
+  },
+
+  async hook() {
+    const q = query({
+      prompt: "touch the file",
+      options: {
+        ...base,
+        allowedTools: ["Bash(touch:*)"],
+        hooks: {
+          PreToolUse: [{
+            matcher: "Bash",
+            hooks: [async (input, toolUseID) => {
+              seen.hooks.push({ event: input.hook_event_name, tool: input.tool_name, command: input.tool_input?.command, toolUseID });
+              return { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "blocked by the SDK hook" } };
+            }],
+          }],
+        },
+      },
+    });
+    return { messages: await collect(q) };
+  },
+
+  async mcp() {
+    const calc = createSdkMcpServer({
+      name: "calc",
+      version: "1.0.0",
+      tools: [
+        tool("add", "Add two numbers", { a: z.number(), b: z.number() }, async ({ a, b }) => {
+          seen.mcpCalls.push({ a, b });
+          return { content: [{ type: "text", text: String(a + b) }] };
+        }),
+      ],
+    });
+    const q = query({ prompt: "add 2 and 3", options: { ...base, mcpServers: { calc }, allowedTools: ["mcp__calc__add"] } });
+    return { messages: await collect(q) };
+  },
+
+  async interrupt() {
+    const input = channel();
+    input.push("sleep for a long time");
+    const q = query({ prompt: input, options: { ...base, allowedTools: ["Bash(sleep:*)"] } });
+    let interrupted = false;
+    const started = Date.now();
+    const messages = await collect(q, async (m, q) => {
+      if (!interrupted && m.type === "assistant" && m.message.content.some((b) => b.type === "tool_use")) {
+        interrupted = true;
+        // Give the command a moment to start, then stop the turn.
+        await new Promise((r) => setTimeout(r, 300));
+        await q.interrupt();
+      }
+      if (m.type === "result") input.close();
+    });
+    return { messages, elapsedMs: Date.now() - started };
+  },
+
+  async resume() {
+    const first = await collect(query({ prompt: "remember the word zebra", options: { ...base } }));
+    const id = first.find((m) => m.type === "result").session_id;
+    const second = await collect(query({ prompt: "which word?", options: { ...base, resume: id } }));
+    return { messages: first, resumed: second, id };
+  },
+};
+
+try {
+  const out = await scenarios[scenario]();
+  process.stdout.write(JSON.stringify({ ...out, seen, stderr: stderr.join("") }) + "\n");
+} catch (e) {
+  process.stdout.write(JSON.stringify({ error: String(e?.stack || e), seen, stderr: stderr.join("") }) + "\n");
+  process.exitCode = 1;
+}
