@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,16 +77,16 @@ func TestClaudeCodeFlagSpellings(t *testing.T) {
 		if len(req.ToolResults()) > 0 {
 			return fakeanthropic.Reply{Text: "result: " + strings.TrimSpace(fakeanthropic.Request{Messages: []fakeanthropic.Message{{Role: "user", Content: req.ToolResults()[0].Content}}}.Text())}
 		}
-		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_1", Name: "bash", Input: map[string]string{"command": "touch made.txt && echo made", "description": "make"}}}}
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_1", Name: "write", Input: map[string]string{"file_path": "made.txt", "content": "made"}}}}
 	}
 	for _, tc := range []struct {
 		args  []string
 		allow bool
 	}{
 		{[]string{}, false},
-		{[]string{"--allowed-tools", "Bash(touch:*)"}, true},
+		{[]string{"--allowed-tools", "Write"}, true},
 		{[]string{"--dangerously-skip-permissions"}, true},
-		{[]string{"--allowed-tools", "Bash(touch:*)", "--disallowed-tools", "Bash(touch:*)"}, false},
+		{[]string{"--allowed-tools", "Write", "--disallowed-tools", "Write"}, false},
 	} {
 		e := newEnv(t, calls)
 		r := e.dsh("", append([]string{"-p", "--output-format", "json"}, append(tc.args, "make it")...)...)
@@ -93,7 +94,11 @@ func TestClaudeCodeFlagSpellings(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 			t.Fatalf("%v: %v %q %s", tc.args, err, r.stdout, r.stderr)
 		}
-		ran := strings.TrimSpace(fmt.Sprint(res["result"])) == "result: made"
+		_, statErr := os.Stat(filepath.Join(e.dir, "made.txt"))
+		ran := statErr == nil
+		if strings.Contains(fmt.Sprint(res["result"]), "Error") == ran {
+			t.Errorf("%v: the file exists %v but the model was told %v", tc.args, ran, res["result"])
+		}
 		if ran != tc.allow {
 			t.Errorf("%v: the command ran %v (want %v): %v", tc.args, ran, tc.allow, res["result"])
 		}

@@ -34,7 +34,7 @@ func TestClaudeCodeGoldens(t *testing.T) {
 				return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_01A", Name: "read", Input: map[string]string{"file_path": filepath.Join(e.dir, "notes.txt")}}}}
 			}
 		}},
-		{"tool_error", nil, func(*env) func(fakeanthropic.Request) fakeanthropic.Reply {
+		{"tool_error", []string{"--disallowedTools", "Bash(rm:*)"}, func(*env) func(fakeanthropic.Request) fakeanthropic.Reply {
 			return func(req fakeanthropic.Request) fakeanthropic.Reply {
 				if len(req.ToolResults()) > 0 {
 					return fakeanthropic.Reply{Text: "I was not allowed to remove it."}

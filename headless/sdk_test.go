@@ -144,12 +144,13 @@ func TestSDKMultiTurnStreamingInput(t *testing.T) {
 }
 
 func TestSDKCanUseToolDeniesAndRewrites(t *testing.T) {
-	e := newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+	var e *env
+	e = newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
 		switch len(toolResultsOf(req)) {
 		case 0:
-			return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_deny", Name: "bash", Input: map[string]string{"command": "printf no > denied.txt", "description": "write denied.txt"}}}}
+			return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_deny", Name: "write", Input: map[string]string{"file_path": filepath.Join(e.dir, "denied.txt"), "content": "no"}}}}
 		case 1:
-			return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_allow", Name: "bash", Input: map[string]string{"command": "printf original > allowed.txt", "description": "write allowed.txt"}}}}
+			return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_allow", Name: "write", Input: map[string]string{"file_path": filepath.Join(e.dir, "allowed.txt"), "content": "original"}}}}
 		}
 		return fakeanthropic.Reply{Text: "Both calls are done."}
 	})
@@ -159,7 +160,7 @@ func TestSDKCanUseToolDeniesAndRewrites(t *testing.T) {
 		t.Fatalf("canUseTool was called %d times: %v", len(seen), seen)
 	}
 	first := seen[0].(map[string]any)
-	if first["name"] != "Bash" || first["toolUseID"] != "toolu_deny" || first["input"].(map[string]any)["command"] != "printf no > denied.txt" {
+	if first["name"] != "Write" || first["toolUseID"] != "toolu_deny" || first["input"].(map[string]any)["content"] != "no" {
 		t.Fatalf("first canUseTool call %v", first)
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "denied.txt")); err == nil {
@@ -192,8 +193,8 @@ func TestSDKCanUseToolDeniesAndRewrites(t *testing.T) {
 			call = ev["data"].(map[string]any)
 		}
 	}
-	if call == nil || !strings.Contains(call["arguments"].(string), "printf rewritten > allowed.txt") ||
-		!strings.Contains(fmt.Sprint(call["originalArguments"]), "printf original") || call["rewrittenBy"] != "sdk:canUseTool" {
+	if call == nil || !strings.Contains(call["arguments"].(string), `"content":"rewritten"`) ||
+		!strings.Contains(fmt.Sprint(call["originalArguments"]), `"content":"original"`) || call["rewrittenBy"] != "sdk:canUseTool" {
 		t.Fatalf("logged tool/call %v", call)
 	}
 	// And the model saw the rewritten call's result for it.

@@ -77,10 +77,10 @@ const scenarios = {
         ...base,
         canUseTool: async (name, input, opts) => {
           seen.canUseTool.push({ name, input, toolUseID: opts.toolUseID });
-          if (String(input.command).includes("denied.txt")) {
+          if (String(input.file_path).endsWith("denied.txt")) {
             return { behavior: "deny", message: "no denied.txt, please" };
           }
-          return { behavior: "allow", updatedInput: { ...input, command: "printf rewritten > allowed.txt" } };
+          return { behavior: "allow", updatedInput: { ...input, content: "rewritten" } };
         },
       },
     });
