@@ -285,12 +285,15 @@ func (e elicitor) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.A
 	if req.Reason != "" {
 		msg += "\n(" + req.Reason + ")"
 	}
+	choices, help := []string{"allow", "deny"}, "allow this call once, or deny it"
+	if len(req.Suggestions) > 0 {
+		choices = []string{"allow", "allow_session", "deny"}
+		help = "allow once, allow calls like this for the rest of the session (" + strings.Join(req.Suggestions, ", ") + "), or deny"
+	}
 	res, err := e.ss.Elicit(ctx, &sdk.ElicitParams{Message: msg, RequestedSchema: map[string]any{
-		"type": "object",
-		"properties": map[string]any{"decision": map[string]any{
-			"type": "string", "enum": []string{"allow", "allow_session", "deny"},
-			"description": "allow once, allow calls like this for the rest of the session, or deny"}},
-		"required": []string{"decision"},
+		"type":       "object",
+		"properties": map[string]any{"decision": map[string]any{"type": "string", "enum": choices, "description": help}},
+		"required":   []string{"decision"},
 	}})
 	if err != nil {
 		return tool.Approval{Allow: false, By: "elicitation", Reason: fmt.Sprintf("asking the client failed: %v", err)}, nil
@@ -302,7 +305,7 @@ func (e elicitor) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.A
 	case "allow":
 		return tool.Approval{Allow: true, By: "elicitation"}, nil
 	case "allow_session":
-		return tool.Approval{Allow: true, Remember: true, By: "elicitation"}, nil
+		return tool.Approval{Allow: true, Rules: req.Suggestions, By: "elicitation"}, nil
 	}
 	return tool.Approval{Allow: false, By: "elicitation", Reason: "the user denied the " + name + " call"}, nil
 }
