@@ -15,6 +15,7 @@ import (
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
+	"github.com/dshq/dsh/memory"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/prompt"
 	sbplugin "github.com/dshq/dsh/sandbox/plugin"
@@ -78,6 +79,11 @@ func Plugins() []core.Spec {
 		{
 			Name: "prompt", Doc: "the base system prompt: identity and environment",
 			New: func(*settings.Config) core.Plugin { return basePrompt },
+		},
+		{
+			Name: "memory", Doc: "project memory: CLAUDE.md, AGENTS.md and their relatives, @imports, nested files on first touch", Optional: true,
+			Needs: []string{"doctor"},
+			New:   func(*settings.Config) core.Plugin { return memory.Plugin(memory.Config{}) },
 		},
 		{
 			Name: "compaction", Doc: "automatic context compaction before each step, and /compact",

@@ -79,9 +79,6 @@ var errDisposedCause = errors.New("disposed")
 
 func newAgent(l *Loop, id agent.ID, opts agent.Options, s *session.Session) *loopAgent {
 	pb := l.d.Prompt.Child()
-	if cwd := s.Cwd(); cwd != "" {
-		pb.Section(prompt.AgentsMD(cwd, 900))
-	}
 	a := &loopAgent{
 		prompt: pb,
 		l:      l, id: id, opts: opts, sess: s, log: s.Writer(ownership.Loop),

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -399,31 +397,6 @@ func TestContinuation(t *testing.T) {
 			t.Fatal("loop must survive")
 		}
 	})
-}
-
-// The AGENTS.md of the session's working directory is part of the system
-// prompt, re-read when it changes.
-func TestAgentsMD(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("Always run the tests.\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	hs := newHarness(t, scripted.Text("ok"), scripted.Text("ok"))
-	hd, err := hs.h.Agents.Create(context.Background(), agent.CreateOptions{AgentID: "md", Header: session.Header{Cwd: dir}, Options: agent.Options{Model: "mock"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, hd.Agent, "go")
-	if !strings.Contains(hs.model.Requests()[0].System, "Always run the tests.") {
-		t.Fatalf("system %q", hs.model.Requests()[0].System)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("Use tabs, and never commit.\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run(t, hd.Agent, "again")
-	if s := hs.model.Requests()[1].System; !strings.Contains(s, "never commit") || strings.Contains(s, "Always run") {
-		t.Fatalf("system after change %q", s)
-	}
 }
 
 // §16 A4: every chunk is recorded, so a session can be replayed.

@@ -1,6 +1,6 @@
 // Package prompt assembles the system prompt from ordered, named sections.
-// A section's text is static or computed per request (AGENTS.md is re-read
-// when it changes). Builders nest: a child (one per agent) sees its parent's
+// A section's text is static or computed per request (project memory is
+// re-read when its files change). Builders nest: a child (one per agent) sees its parent's
 // sections, and a child section with the same name shadows the parent's
 // while it is registered — so an agent can replace "persona" without
 // touching other agents.
@@ -8,15 +8,10 @@ package prompt
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
@@ -182,118 +177,4 @@ func (b *Builder) run(ctx context.Context, a *Assembly) (*Assembly, error) {
 		})
 	}
 	return b.Assemble.Run(ctx, a, core)
-}
-
-// MaxAgentsMD is how much of an AGENTS.md goes into the prompt; the rest is
-// cut with a note saying so.
-const MaxAgentsMD = 256 << 10
-
-// AgentsMD returns a section that carries the AGENTS.md of dir, re-read
-// whenever the file (identity, modification time or size) changes. A
-// missing file yields no section text.
-//
-// The file is untrusted input that is sent to the provider, so it is
-// opened defensively:
-//   - A symlink is followed only when its target lies inside dir (both
-//     resolved): AGENTS.md → docs/agents.md works, a link to ~/.ssh/id_rsa
-//     or to a parent project's file is ignored. (A component swapped for a
-//     symlink between resolving and opening is not caught; the final one
-//     is, by O_NOFOLLOW.)
-//   - Only a regular file is read, checked on the opened descriptor, and
-//     the open does not block (O_NONBLOCK): a FIFO or device named
-//     AGENTS.md cannot hang the prompt build.
-//   - At most MaxAgentsMD bytes are read; a longer file is cut, and the
-//     text says so.
-//
-// The section's cache lock is not held while reading, so concurrent builds
-// never queue behind one read.
-func AgentsMD(dir string, order int) Section {
-	path := filepath.Join(dir, "AGENTS.md")
-	var (
-		mu    sync.Mutex
-		cache os.FileInfo // of the file text was read from; nil: none
-		text  string
-	)
-	return Section{Name: "agents-md", Order: order, Dynamic: func(context.Context) string {
-		f, st := openAgentsMD(dir, path)
-		if f == nil {
-			return ""
-		}
-		defer f.Close()
-		mu.Lock()
-		if cache != nil && os.SameFile(cache, st) && st.ModTime().Equal(cache.ModTime()) && st.Size() == cache.Size() {
-			t := text
-			mu.Unlock()
-			return t
-		}
-		mu.Unlock()
-		b, err := io.ReadAll(io.LimitReader(f, MaxAgentsMD+1))
-		if err != nil {
-			return ""
-		}
-		t := agentsText(path, b, st.Size())
-		mu.Lock()
-		cache, text = st, t
-		mu.Unlock()
-		return t
-	}}
-}
-
-// openAgentsMD opens path (dir's AGENTS.md) for reading if it is a regular
-// file inside dir, symlinks resolved; otherwise it returns nil.
-func openAgentsMD(dir, path string) (*os.File, os.FileInfo) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, nil
-	}
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil || !inside(root, real) {
-		return nil, nil
-	}
-	f, err := openNoBlock(real)
-	if err != nil {
-		return nil, nil
-	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, nil
-	}
-	return f, st
-}
-
-// inside reports whether path lies strictly inside dir (both clean and
-// absolute).
-func inside(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != "." && rel != ".." && !filepath.IsAbs(rel) &&
-		!strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// agentsText is the section text for the file's head b (at most
-// MaxAgentsMD+1 bytes) of a file of size bytes.
-func agentsText(path string, b []byte, size int64) string {
-	cut := len(b) > MaxAgentsMD
-	if cut {
-		b = b[:MaxAgentsMD]
-		// Do not end on a partial UTF-8 sequence.
-		for i := 1; i < utf8.UTFMax && len(b) > 0; i++ {
-			if r, n := utf8.DecodeLastRune(b); r != utf8.RuneError || n != 1 {
-				break
-			}
-			b = b[:len(b)-1]
-		}
-	}
-	body := strings.TrimSpace(string(b))
-	if body == "" {
-		return ""
-	}
-	text := "Project instructions from " + path + ":\n\n" + body
-	if cut {
-		if size <= MaxAgentsMD {
-			size = MaxAgentsMD + 1 // grew since the stat
-		}
-		text += fmt.Sprintf("\n\n[AGENTS.md truncated: only its first %d KiB of %d bytes are included]", MaxAgentsMD>>10, size)
-	}
-	return text
 }

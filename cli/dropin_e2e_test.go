@@ -1,0 +1,162 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// These tests are the drop-in for Claude Code and Codex users (issue 21):
+// real files of those tools' formats in a temporary project and home,
+// through the real binary, against a scripted model.
+
+// user is a temporary user: a home directory (HOME, where ~/.claude and
+// ~/.codex live) and a private $DSH_HOME inside it.
+type user struct {
+	home, dshHome string
+}
+
+func newUser(t *testing.T) user {
+	t.Helper()
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := user{home: home, dshHome: filepath.Join(home, ".dsh")}
+	if err := os.MkdirAll(u.dshHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// project makes a repository (a .git directory) with files.
+func project(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, files)
+	return dir
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") || strings.HasSuffix(name, ".py") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run is dsh in dir as this user, against the scripted server at url.
+func (u user) run(t *testing.T, dir, url, stdin string, args ...string) run {
+	t.Helper()
+	cmd := exec.Command(dshBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+u.home, "DSH_HOME="+u.dshHome, "CODEX_HOME=", "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL="+url,
+		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "DSH_MODEL=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return run{out.String(), errb.String(), code}
+}
+
+// systemPrompt is the system message of the i-th request the server saw.
+func (d *deepseek) systemPrompt(t *testing.T, i int) string {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i >= len(d.requests) {
+		t.Fatalf("only %d requests", len(d.requests))
+	}
+	msgs, _ := d.requests[i]["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		if mm["role"] == "system" {
+			s, _ := mm["content"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// A CLAUDE.md rule reaches the system prompt, named by its file; an
+// @import is followed and a cycle is refused and said so; the user's
+// ~/.claude/CLAUDE.md and a Codex AGENTS.md come along; dsh doctor lists
+// them.
+func TestDropinMemory(t *testing.T) {
+	u := newUser(t)
+	writeFiles(t, u.home, map[string]string{
+		".claude/CLAUDE.md": "Sign every answer with -- ok.",
+		".codex/AGENTS.md":  "Prefer small commits.",
+	})
+	dir := project(t, map[string]string{
+		"CLAUDE.md":              "# Rules\n\nNever edit generated files. See @docs/style.md.\n",
+		"docs/style.md":          "Indent with tabs. Back to @../CLAUDE.md\n",
+		"AGENTS.md":              "Run go vet before answering.\n",
+		"services/api/a.go":      "package api\n",
+		"services/api/CLAUDE.md": "API handlers return typed errors.\n",
+	})
+	ds := &deepseek{replies: []string{
+		toolReply("c1", "read", map[string]string{"file_path": "services/api/a.go"}),
+		textReply("read it -- ok"),
+	}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := u.run(t, dir, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "look at the api")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	sys := ds.systemPrompt(t, 0)
+	for _, want := range []string{
+		"Never edit generated files.", "## " + filepath.Join(dir, "CLAUDE.md") + " (project instructions)",
+		"Indent with tabs.", "(imported by " + filepath.Join(dir, "CLAUDE.md") + ")",
+		"[@../CLAUDE.md is not imported: it imports itself through this chain (CLAUDE.md → style.md → CLAUDE.md)]",
+		"Sign every answer with -- ok.", "## " + filepath.Join(u.home, ".claude", "CLAUDE.md"),
+		"Prefer small commits.", "Run go vet before answering.",
+	} {
+		if !strings.Contains(sys, want) {
+			t.Fatalf("system prompt lacks %q:\n%s", want, sys)
+		}
+	}
+	if strings.Contains(sys, "typed errors") {
+		t.Fatal("a nested CLAUDE.md was loaded before its directory was touched")
+	}
+	ds.mu.Lock()
+	second := ds.requests[1]
+	ds.mu.Unlock()
+	if b, _ := json.Marshal(second["messages"]); !strings.Contains(string(b), "API handlers return typed errors.") {
+		t.Fatalf("the nested CLAUDE.md did not follow the read of services/api/a.go:\n%s", b)
+	}
+
+	doc := u.run(t, dir, srv.URL, "", "doctor", "--timeout", "1s")
+	for _, want := range []string{filepath.Join(dir, "CLAUDE.md"), filepath.Join(dir, "docs", "style.md"), "an import cycle", filepath.Join(u.home, ".codex", "AGENTS.md")} {
+		if !strings.Contains(doc.stdout, want) {
+			t.Fatalf("doctor lacks %q:\n%s", want, doc.stdout)
+		}
+	}
+}
