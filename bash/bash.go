@@ -77,8 +77,17 @@ type CollectedOutput struct {
 	// Truncated reports that the head of the stream was dropped from memory.
 	Truncated bool
 	// SpillPath names a private file holding the complete stream. It is set
-	// only when the stream was truncated and the file was written in full.
+	// only when the stream was truncated (or is binary) and the file was
+	// written in full.
 	SpillPath string
+	// Binary reports a stream that is not text (NUL bytes, mostly invalid
+	// UTF-8: an image, an archive, a program printed by mistake). Text is
+	// empty then: decoded, it would reach the model as a wall of
+	// replacement characters. Size and SpillPath say what there was and
+	// where all of it is.
+	Binary bool
+	// Size is how many bytes the stream produced.
+	Size int64
 }
 
 // RunResult is the outcome of a foreground command. The outcome fields are
@@ -148,8 +157,12 @@ type TaskRead struct {
 	// is returned instead and the spill files hold everything.
 	Lossy bool
 	// StdoutSpill and StderrSpill name the spill files holding the complete
-	// streams, once a stream has outgrown memory.
+	// streams, once a stream has outgrown memory (or turned out binary).
 	StdoutSpill, StderrSpill string
+	// StdoutBinary and StderrBinary, when not zero, are how many bytes of
+	// binary output the stream produced since the previous Read: the text
+	// is empty then, and the spill file holds the stream.
+	StdoutBinary, StderrBinary int64
 }
 
 // Executor runs shell commands. Implementations are safe for concurrent use.

@@ -29,7 +29,7 @@ type actingModel struct {
 	deepseek
 	mu      sync.Mutex
 	n       int
-	before  func(n int)
+	before  func(n int, body map[string]any)
 	history []int // request numbers answered
 }
 
@@ -41,7 +41,11 @@ func (m *actingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	before := m.before
 	m.mu.Unlock()
 	if before != nil {
-		before(n)
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		before(n, body)
+		r.Body = io.NopCloser(bytes.NewReader(raw))
 	}
 	m.deepseek.ServeHTTP(w, r)
 }
@@ -157,7 +161,7 @@ func TestHomeIsPrivate(t *testing.T) {
 			m, url := newActingModel(t,
 				toolReply("call_1", "bash", map[string]string{"command": "echo hi", "description": "say hi"}),
 				textReply("done"))
-			m.before = func(n int) {
+			m.before = func(n int, _ map[string]any) {
 				if n == 2 {
 					during = modes(t, home)
 				}
@@ -249,7 +253,7 @@ func TestHeadlessSessionInUseJSON(t *testing.T) {
 	release := make(chan struct{})
 	asked := make(chan struct{})
 	m, url := newActingModel(t, textReply("first"), textReply("second"))
-	m.before = func(n int) {
+	m.before = func(n int, _ map[string]any) {
 		if n == 2 {
 			close(asked)
 			<-release
@@ -433,5 +437,48 @@ func TestHeadlessStreamEdges(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// A command that prints binary data: the model is told its size and where
+// it was saved, not sent fifteen thousand replacement characters.
+func TestHeadlessBinaryCommandOutput(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	blob := make([]byte, 15632)
+	for i := range blob {
+		blob[i] = byte(i*7919 + i/13)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "blob.bin"), blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, url := newActingModel(t,
+		toolReply("call_1", "bash", map[string]string{"command": "cat blob.bin", "description": "print the blob"}),
+		textReply("that was binary"))
+	const prefix = "[binary output, 15,632 bytes, saved to "
+	var result string
+	var saved []byte
+	var savedErr error
+	m.before = func(n int, body map[string]any) {
+		if n != 2 {
+			return
+		}
+		for _, msg := range body["messages"].([]any) {
+			if mm := msg.(map[string]any); mm["role"] == "tool" {
+				result = mm["content"].(string)
+			}
+		}
+		// The file exists while the session runs (dsh removes its spill
+		// directory when it exits).
+		saved, savedErr = os.ReadFile(strings.TrimSuffix(strings.TrimPrefix(result, prefix), "]"))
+	}
+	r := invocation{dir: dir, home: home, baseURL: url}.run(t, "-p", "--model", "deepseek/deepseek-chat", "--allowedTools", "Bash(cat:*)", "show blob.bin")
+	if r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if !strings.HasPrefix(result, prefix) || strings.ContainsRune(result, '\uFFFD') || len(result) > 300 {
+		t.Fatalf("the model was sent %d bytes: %.300q", len(result), result)
+	}
+	if savedErr != nil || !bytes.Equal(saved, blob) {
+		t.Fatalf("the saved file holds %d bytes (%v)", len(saved), savedErr)
 	}
 }

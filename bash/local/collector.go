@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/dshq/dsh/bash"
 )
 
 // collector keeps one output stream: its last max bytes in a ring buffer (so
@@ -176,10 +178,93 @@ func (c *collector) spillPathLocked() string {
 	return c.spillPath
 }
 
+// collected is the stream's outcome for a result: its text, or for output
+// that is not text its size and a file holding all of it.
+func (c *collector) collected() bash.CollectedOutput {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, b := c.segments(); looksBinary(a, b) {
+		return bash.CollectedOutput{Binary: true, Size: c.total, Truncated: c.dropped, SpillPath: c.keepLocked()}
+	}
+	text, truncated, spill := c.outputLocked()
+	return bash.CollectedOutput{Text: text, Truncated: truncated, SpillPath: spill, Size: c.total}
+}
+
+// keepLocked makes sure a spill file holds the whole stream and returns its
+// path ("" when it cannot be had). A stream that still fits in memory has no
+// spill file yet: one is written from the ring, and kept open while the
+// stream runs so later output goes to it too.
+func (c *collector) keepLocked() string {
+	if c.spill != nil || c.spillPath != "" || c.dropped {
+		return c.spillPathLocked()
+	}
+	if c.spillErr != nil {
+		return ""
+	}
+	if c.openSpill == nil {
+		c.spillErr = errors.New("no spill directory")
+		return ""
+	}
+	f, err := c.openSpill()
+	if err != nil {
+		c.spillErr = err
+		return ""
+	}
+	c.spill, c.spillPath = f, f.Name()
+	a, b := c.segments()
+	if err := writeAll(f, a, b); err != nil {
+		c.failSpillLocked(err)
+		return ""
+	}
+	if c.final {
+		if err := f.Close(); err != nil {
+			c.spillErr = err
+		}
+		c.spill = nil
+	}
+	return c.spillPathLocked()
+}
+
+// looksBinary reports output that is not text: a NUL byte, or (in 64 bytes
+// or more) more than one byte in ten that is neither valid UTF-8 nor a
+// printing or formatting character (escape sequences, tabs and carriage
+// returns are text). Only the first 8 KiB are looked at.
+func looksBinary(a, b []byte) bool {
+	const sample = 8 << 10
+	buf := a
+	if len(buf) < sample && len(b) > 0 {
+		buf = append(append(make([]byte, 0, min(sample, len(a)+len(b))), a...), b[:min(len(b), sample-len(a))]...)
+	}
+	buf = buf[:min(len(buf), sample)]
+	odd := 0
+	for i := 0; i < len(buf); {
+		r, n := utf8.DecodeRune(buf[i:])
+		switch {
+		case r == 0:
+			return true
+		case r == utf8.RuneError && n == 1:
+			if !utf8.FullRune(buf[i:]) {
+				i = len(buf) // a character cut by the sample's end is no evidence
+				continue
+			}
+			odd++
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != '\f' && r != '\v' && r != '\b' && r != 0x1b:
+			odd++
+		}
+		i += n
+	}
+	// A few odd bytes in a short output (a Latin-1 "café") stay text.
+	return len(buf) >= 64 && odd*10 > len(buf)
+}
+
 // output returns the collected stream.
 func (c *collector) output() (text string, truncated bool, spillPath string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.outputLocked()
+}
+
+func (c *collector) outputLocked() (text string, truncated bool, spillPath string) {
 	b := c.bytesFrom(c.total - int64(len(c.data)))
 	if c.dropped {
 		b = trimPartialHead(b)
@@ -192,7 +277,10 @@ func (c *collector) output() (text string, truncated bool, spillPath string) {
 // lossy and returns the whole retained tail. While the stream is still open a
 // trailing incomplete UTF-8 sequence is held back for the next read, so
 // deltas do not split characters.
-func (c *collector) readFrom(off int64) (text string, next int64, lossy bool, spillPath string) {
+//
+// Binary output is not decoded: binary is then how many bytes arrived since
+// off, text is empty, and the spill file holds the stream.
+func (c *collector) readFrom(off int64) (text string, next int64, lossy bool, spillPath string, binary int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := c.total - int64(len(c.data))
@@ -200,6 +288,9 @@ func (c *collector) readFrom(off int64) (text string, next int64, lossy bool, sp
 		off, lossy = start, true
 	}
 	b := c.bytesFrom(off)
+	if len(b) > 0 && looksBinary(b, nil) {
+		return "", c.total, lossy, c.keepLocked(), c.total - off
+	}
 	if lossy {
 		b = trimPartialHead(b)
 	}
@@ -210,7 +301,7 @@ func (c *collector) readFrom(off int64) (text string, next int64, lossy bool, sp
 			next -= int64(k)
 		}
 	}
-	return decode(b), next, lossy, c.spillPathLocked()
+	return decode(b), next, lossy, c.spillPathLocked(), 0
 }
 
 // trimPartialHead drops continuation bytes at the start of a tail cut.

@@ -220,8 +220,8 @@ func (e *Executor) Read(_ context.Context, owner bash.Owner, id bash.TaskID) (ba
 	// already complete.
 	r := bash.TaskRead{Task: e.snapshotLocked(t)}
 	var lossyOut, lossyErr bool
-	r.Stdout, t.outOff, lossyOut, r.StdoutSpill = t.p.stdout.readFrom(t.outOff)
-	r.Stderr, t.errOff, lossyErr, r.StderrSpill = t.p.stderr.readFrom(t.errOff)
+	r.Stdout, t.outOff, lossyOut, r.StdoutSpill, r.StdoutBinary = t.p.stdout.readFrom(t.outOff)
+	r.Stderr, t.errOff, lossyErr, r.StderrSpill, r.StderrBinary = t.p.stderr.readFrom(t.errOff)
 	r.Lossy = lossyOut || lossyErr
 	return r, nil
 }

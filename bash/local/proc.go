@@ -419,8 +419,7 @@ func (p *proc) result() bash.RunResult {
 		Duration: p.ended.Sub(p.started),
 	}
 	r.Sandbox = p.sandboxReport()
-	r.Stdout.Text, r.Stdout.Truncated, r.Stdout.SpillPath = p.stdout.output()
-	r.Stderr.Text, r.Stderr.Truncated, r.Stderr.SpillPath = p.stderr.output()
+	r.Stdout, r.Stderr = p.stdout.collected(), p.stderr.collected()
 	return r
 }
 

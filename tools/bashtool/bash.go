@@ -174,6 +174,8 @@ type runMeta struct {
 	StdoutSpill string `json:"stdoutSpill,omitempty"`
 	StderrSpill string `json:"stderrSpill,omitempty"`
 	Truncated   bool   `json:"truncated,omitempty"`
+	// Binary: a stream was not text; the result names its size and file.
+	Binary bool `json:"binary,omitempty"`
 	// Sandbox is the mode the command ran in; SandboxDenied marks a
 	// failure that looks like the sandbox's refusal.
 	Sandbox       string `json:"sandbox,omitempty"`
@@ -190,6 +192,7 @@ func runMetaOf(r bash.RunResult, dir string) runMeta {
 		StdoutSpill: r.Stdout.SpillPath,
 		StderrSpill: r.Stderr.SpillPath,
 		Truncated:   r.Stdout.Truncated || r.Stderr.Truncated,
+		Binary:      r.Stdout.Binary || r.Stderr.Binary,
 		Sandbox:     sandboxMode(r),
 	}
 }

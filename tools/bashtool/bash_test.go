@@ -386,3 +386,24 @@ func TestThroughRegistry(t *testing.T) {
 		}
 	}
 }
+
+func TestBinaryOutputIsSummarised(t *testing.T) {
+	code := func(n int) *int { return &n }
+	r := bash.RunResult{ExitCode: code(0), Stdout: bash.CollectedOutput{Binary: true, Size: 15632, SpillPath: "/s/out.log"}}
+	if got := renderResult(r); got != "[binary output, 15,632 bytes, saved to /s/out.log]" {
+		t.Fatalf("%q", got)
+	}
+	r.Stdout.SpillPath = ""
+	if got := renderResult(r); !strings.Contains(got, "15,632 bytes, not shown") {
+		t.Fatalf("%q", got)
+	}
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q", n, got)
+		}
+	}
+	read := bash.TaskRead{Stdout: "", StdoutBinary: 2048, StdoutSpill: "/s/t.log", Task: bash.Task{Status: bash.StatusRunning}}
+	if got := renderRead(read); !strings.HasPrefix(got, "[binary output, 2,048 bytes, saved to /s/t.log]") {
+		t.Fatalf("%q", got)
+	}
+}

@@ -44,10 +44,31 @@ func renderResult(r bash.RunResult) string {
 // streamText is one stream's text plus, when its head was dropped, a note
 // naming the file with the complete stream.
 func streamText(o bash.CollectedOutput) string {
+	if o.Binary {
+		return binaryText(o.Size, o.SpillPath)
+	}
 	if !o.Truncated {
 		return o.Text
 	}
 	return withNewline(o.Text) + "[output truncated; full output: " + orUnavailable(o.SpillPath) + "]"
+}
+
+// binaryText stands in for output that is not text: its size and where
+// all of it is, not fifteen thousand replacement characters.
+func binaryText(size int64, path string) string {
+	if path == "" {
+		return fmt.Sprintf("[binary output, %s bytes, not shown (it could not be saved to a file)]", thousands(size))
+	}
+	return fmt.Sprintf("[binary output, %s bytes, saved to %s]", thousands(size), path)
+}
+
+// thousands writes n with comma separators: 15632 is "15,632".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // withNewline ends a non-empty s with a newline.
@@ -69,9 +90,15 @@ func orUnavailable(path string) string {
 // "[stderr]"), a note when some of it only survives in the spill files, and
 // the task's status line.
 func renderRead(r bash.TaskRead) string {
-	body := r.Stdout
-	if r.Stderr != "" {
-		body = withNewline(body) + "[stderr]\n" + r.Stderr
+	body, errText := r.Stdout, r.Stderr
+	if r.StdoutBinary > 0 {
+		body = binaryText(r.StdoutBinary, r.StdoutSpill)
+	}
+	if r.StderrBinary > 0 {
+		errText = binaryText(r.StderrBinary, r.StderrSpill)
+	}
+	if errText != "" {
+		body = withNewline(body) + "[stderr]\n" + errText
 	}
 	if body == "" {
 		body = "(no new output)"
