@@ -308,6 +308,18 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 		return err
 	}
 	defer done()
+	if f.headless.agents != "" {
+		defs, warnings, err := headless.ParseAgents(a, f.headless.agents)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(stdio.Err, "dsh: --agents: "+w)
+		}
+		if err := headless.AddAgents(a, defs); err != nil {
+			return usageErr("--agents: %v", err)
+		}
+	}
 	var resume session.ID
 	pick := false
 	switch {

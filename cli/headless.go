@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -30,12 +31,12 @@ type headlessFlags struct {
 	forkSession            bool
 	systemPrompt           string
 	mcpConfig              []string
-	strictMCPConfig        bool
 	skipPermissions        bool
 	allowSkipPermissions   bool
 	maxBudgetUSD           float64
 	replayUserMessages     bool
 	debug                  string
+	agents                 string
 	ignored                []string
 }
 
@@ -51,21 +52,42 @@ func (h *headlessFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&h.forkSession, "fork-session", false, "with --resume or --continue: continue in a new session, leaving the original as it was")
 	fl.StringVar(&h.systemPrompt, "system-prompt", "", "replace dsh's system prompt with this text (headless)")
 	fl.StringArrayVar(&h.mcpConfig, "mcp-config", nil, "MCP servers from JSON files or strings ({\"mcpServers\": {...}}), added to the configured ones")
-	fl.BoolVar(&h.strictMCPConfig, "strict-mcp-config", false, "use only the MCP servers of --mcp-config")
 	fl.BoolVar(&h.skipPermissions, "dangerously-skip-permissions", false, "run every tool without asking (permission mode bypassPermissions)")
 	fl.BoolVar(&h.allowSkipPermissions, "allow-dangerously-skip-permissions", false, "allow switching to bypassPermissions later in the session")
 	fl.Float64Var(&h.maxBudgetUSD, "max-budget-usd", 0, "stop a turn once its estimated cost passes this many dollars")
 	fl.BoolVar(&h.replayUserMessages, "replay-user-messages", false, "stream-json: echo user messages from stdin back on stdout")
+	fl.StringVar(&h.agents, "agents", "", "subagents defined inline, as JSON: {\"name\": {\"description\", \"prompt\", \"tools\", \"model\"}}")
 	fl.StringVar(&h.debug, "debug", "", "log debug details to stderr and the log file (an optional category filter is accepted)")
 	fl.Lookup("debug").NoOptDefVal = "all"
 	// Flags the Claude Agent SDK may pass that dsh accepts and ignores,
-	// saying so on stderr.
-	for _, name := range []string{"setting-sources", "fallback-model", "max-thinking-tokens", "thinking", "effort", "betas",
-		"agent", "debug-file", "tools", "permission-prompts", "plugin-dir", "resume-session-at", "include-hook-events"} {
-		fl.StringArrayVar(&h.ignored, name, nil, "accepted for compatibility with Claude Code; no effect in dsh")
+	// saying so on stderr; the switches among them take no value.
+	for _, name := range []string{"fallback-model", "max-thinking-tokens", "thinking", "effort", "betas",
+		"agent", "debug-file", "tools", "permission-prompts", "plugin-dir", "resume-session-at", "setting-sources"} {
+		fl.Var(&ignoredFlag{name: name, seen: &h.ignored}, name, "accepted for compatibility with Claude Code; no effect in dsh")
+		_ = fl.MarkHidden(name)
+	}
+	for _, name := range []string{"strict-mcp-config", "include-hook-events", "no-session-persistence"} {
+		fl.Var(&ignoredFlag{name: name, seen: &h.ignored}, name, "accepted for compatibility with Claude Code; no effect in dsh")
+		fl.Lookup(name).NoOptDefVal = "true"
 		_ = fl.MarkHidden(name)
 	}
 	fl.SetNormalizeFunc(claudeNames)
+}
+
+// ignoredFlag accepts a Claude Code flag dsh does not act on and notes its
+// name, so the run can say so instead of silently doing without it.
+type ignoredFlag struct {
+	name string
+	seen *[]string
+}
+
+func (f *ignoredFlag) String() string { return "" }
+func (f *ignoredFlag) Type() string   { return "string" }
+func (f *ignoredFlag) Set(string) error {
+	if !slices.Contains(*f.seen, "--"+f.name) {
+		*f.seen = append(*f.seen, "--"+f.name)
+	}
+	return nil
 }
 
 // claudeNames lets both spellings Claude Code documents reach one flag:
@@ -264,7 +286,9 @@ func runHeadless(ctx context.Context, stdio IO, a *app.App, f flags, args []stri
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		if err := a.MCP.Start(ctx, servers); err != nil {
+		// Servers named on the command line are connected before the
+		// prompt (bounded by the connect timeout): the run is for them.
+		if err := a.MCP.AddSessionServers(ctx, a.Host.Scope, servers); err != nil {
 			return usageErr("--mcp-config: %v", err)
 		}
 	}

@@ -204,3 +204,69 @@ func TestSessionIDsAndPrefixes(t *testing.T) {
 		t.Fatalf("-r alone: exit %d %s", r.code, r.stderr)
 	}
 }
+
+// --json-schema: a non-conforming answer is sent back, the conforming one
+// is the result's structured_output; retries are bounded.
+func TestJSONSchema(t *testing.T) {
+	schema := `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}`
+	calls := 0
+	e := newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+		calls++
+		if !strings.Contains(req.SystemText(), `"required":["n"]`) {
+			return fakeanthropic.Reply{Text: "the schema was not in the system prompt"}
+		}
+		if strings.Contains(req.LastUserText(), "cannot be used") {
+			return fakeanthropic.Reply{Text: "```json\n{\"n\": 42}\n```"}
+		}
+		return fakeanthropic.Reply{Text: "forty-two"}
+	})
+	r := e.dsh("", "-p", "--output-format", "json", "--json-schema", schema, "how many?")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
+		t.Fatalf("exit %d %v: %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	if so, _ := json.Marshal(res["structured_output"]); string(so) != `{"n":42}` || calls != 2 {
+		t.Fatalf("structured_output %s after %d calls: %v", so, calls, res)
+	}
+	// A model that never conforms: three retries, then the error subtype.
+	e2 := newEnv(t, func(fakeanthropic.Request) fakeanthropic.Reply { return fakeanthropic.Reply{Text: `{"n": "many"}`} })
+	r = e2.dsh("", "-p", "--output-format", "json", "--json-schema", schema, "how many?")
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 1 {
+		t.Fatalf("exit %d %v: %s", r.code, err, r.stdout)
+	}
+	if res["subtype"] != "error_max_structured_output_retries" || len(e2.model.Requests()) != 4 || !strings.Contains(fmt.Sprint(res["errors"]), "does not conform") {
+		t.Fatalf("%d requests, result %v", len(e2.model.Requests()), res)
+	}
+	if bad := e.dsh("", "-p", "--json-schema", "{not json", "x"); bad.code != 2 {
+		t.Fatalf("malformed schema: %+v", bad)
+	}
+}
+
+// --mcp-config adds servers for the run (connected before the prompt);
+// Claude Code flags dsh does not act on are named on stderr.
+func TestMCPConfigFlag(t *testing.T) {
+	srv, err := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(srv); err != nil {
+		t.Skip("server-everything is not installed (npm ci)")
+	}
+	e := newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+		if trs := req.ToolResults(); len(trs) > 0 {
+			return fakeanthropic.Reply{Text: "echoed: " + strings.TrimSpace(fakeanthropic.Request{Messages: []fakeanthropic.Message{{Role: "user", Content: trs[0].Content}}}.Text())}
+		}
+		if _, ok := req.HasTool("mcp__ev__echo"); !ok {
+			return fakeanthropic.Reply{Text: "no echo tool"}
+		}
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_e", Name: "mcp__ev__echo", Input: map[string]string{"message": "ping"}}}}
+	})
+	cfg := fmt.Sprintf(`{"mcpServers":{"ev":{"command":"node","args":[%q]}}}`, srv)
+	r := e.dsh("", "-p", "--mcp-config", cfg, "--allowedTools", "mcp__ev", "--strict-mcp-config", "--setting-sources", "user", "echo ping")
+	if r.code != 0 || !strings.Contains(r.stdout, "echoed:") || !strings.Contains(r.stdout, "ping") {
+		t.Fatalf("exit %d: %q %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "--strict-mcp-config") || !strings.Contains(r.stderr, "--setting-sources") {
+		t.Fatalf("ignored flags were not named: %s", r.stderr)
+	}
+}

@@ -8,10 +8,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/subagent"
+	"github.com/dshq/dsh/tools/task"
 )
 
 // hookEvents are the Claude Code hook events dsh fires (hooks.Bridge); an
@@ -239,9 +242,38 @@ func (c *control) models() []map[string]string {
 func permissionMode(s string) permission.Mode { return permission.Mode(s) }
 
 // addAgents makes inline subagent definitions available to the task tool.
-func (r *run) addAgents(defs []subagent.Definition) error {
-	return fmt.Errorf("inline agent definitions are not supported yet")
-}
+func (r *run) addAgents(defs []subagent.Definition) error { return AddAgents(r.a, defs) }
 
 // agentDefinitions lists the subagents the task tool offers.
-func (r *run) agentDefinitions() []subagent.Definition { return nil }
+func (r *run) agentDefinitions() []subagent.Definition {
+	if cat, ok := core.Lookup[*task.Catalog](r.a.Host); ok {
+		return cat.Definitions()
+	}
+	return nil
+}
+
+// AddAgents makes inline subagent definitions (--agents, the SDK's
+// agents) available to the app's task tool.
+func AddAgents(a *app.App, defs []subagent.Definition) error {
+	cat, ok := core.Lookup[*task.Catalog](a.Host)
+	if !ok {
+		return fmt.Errorf("subagents are switched off (enabledPlugins), so agents cannot be defined")
+	}
+	return cat.Add(defs...)
+}
+
+// ParseAgents reads --agents: a JSON object of agent definitions by name,
+// as Claude Code takes it.
+func ParseAgents(a *app.App, raw string) ([]subagent.Definition, []string, error) {
+	var defs map[string]AgentDefinition
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&defs); err != nil {
+		return nil, nil, fmt.Errorf("--agents: want {\"name\": {\"description\": …, \"prompt\": …, \"tools\": […], \"model\": …}}: %v", err)
+	}
+	out, warnings := Definitions(defs, func(m string) (string, bool) {
+		id, _, ok := a.Host.LLM.Resolve(m)
+		return id, ok
+	})
+	return out, warnings, nil
+}

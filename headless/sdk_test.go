@@ -313,3 +313,79 @@ func containsAny(xs []any, s string) bool {
 }
 
 var _ = json.Marshal
+
+// subagentModel answers as the reviewer inside a child whose system
+// prompt is the agent's, and as a main agent that delegates to it.
+func subagentModel(req fakeanthropic.Request) fakeanthropic.Reply {
+	if strings.Contains(req.SystemText(), "You are the reviewer agent.") {
+		return fakeanthropic.Reply{Text: "review: looks fine"}
+	}
+	if trs := req.ToolResults(); len(trs) > 0 {
+		return fakeanthropic.Reply{Text: "The reviewer said: " + strings.TrimSpace(fakeanthropic.Request{Messages: []fakeanthropic.Message{{Role: "user", Content: trs[0].Content}}}.Text())}
+	}
+	return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_task", Name: "task",
+		Input: map[string]string{"description": "review", "prompt": "review the change", "subagent_type": "reviewer"}}}}
+}
+
+// Agents the SDK defines in initialize are subagents the model can use.
+func TestSDKAgents(t *testing.T) {
+	e := newEnv(t, subagentModel)
+	rep := e.node(sdkScript, "agents")
+	if a := fmt.Sprint(rep["agents"]); !strings.Contains(a, "reviewer") || !strings.Contains(a, "Reviews changes") {
+		t.Fatalf("initialize agents %v", a)
+	}
+	ms := msgs(rep, "messages")
+	if a := fmt.Sprint(ms[0]["agents"]); !strings.Contains(a, "reviewer") {
+		t.Fatalf("init agents %v", a)
+	}
+	if res := lastResult(t, ms); res["result"] != "The reviewer said: review: looks fine" {
+		t.Fatalf("result %v (dsh stderr %v)", res, rep["stderr"])
+	}
+}
+
+// --agents defines subagents on the command line.
+func TestAgentsFlag(t *testing.T) {
+	e := newEnv(t, subagentModel)
+	r := e.dsh("", "-p", "--allowedTools", "Agent", "--agents", `{"reviewer": {"description": "Reviews changes", "prompt": "You are the reviewer agent.", "tools": ["Read", "Grep"]}}`, "ask the reviewer")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "The reviewer said: review: looks fine" {
+		t.Fatalf("exit %d: %q %s", r.code, r.stdout, r.stderr)
+	}
+	// The child saw only the tools the definition names.
+	for _, req := range e.model.Requests() {
+		if strings.Contains(req.SystemText(), "You are the reviewer agent.") {
+			var names []string
+			for _, tl := range req.Tools {
+				names = append(names, tl.Name)
+			}
+			if strings.Join(names, ",") != "read,grep" && strings.Join(names, ",") != "grep,read" {
+				t.Fatalf("the reviewer's tools: %v", names)
+			}
+		}
+	}
+	if bad := e.dsh("", "-p", "--agents", `{"x": 1}`, "hi"); bad.code != 2 || !strings.Contains(bad.stderr, "--agents") {
+		t.Fatalf("malformed --agents: %+v", bad)
+	}
+}
+
+// --permission-prompt-tool routes approvals to an MCP tool (here the SDK's
+// in-process one); its allow with updatedInput is the consistent rewrite.
+func TestSDKPermissionPromptTool(t *testing.T) {
+	var e *env
+	e = newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+		if len(req.ToolResults()) > 0 {
+			return fakeanthropic.Reply{Text: "written"}
+		}
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_w", Name: "write", Input: map[string]string{"file_path": filepath.Join(e.dir, "p.txt"), "content": "from the model"}}}}
+	})
+	rep := e.node(sdkScript, "prompttool")
+	asked := rep["seen"].(map[string]any)["canUseTool"].([]any)
+	if len(asked) != 1 || asked[0].(map[string]any)["tool_name"] != "Write" {
+		t.Fatalf("the prompt tool was asked %v (dsh stderr %v)", asked, rep["stderr"])
+	}
+	if b, err := os.ReadFile(filepath.Join(e.dir, "p.txt")); err != nil || string(b) != "from the prompt tool" {
+		t.Fatalf("p.txt = %q, %v", b, err)
+	}
+	if res := lastResult(t, msgs(rep, "messages")); res["result"] != "written" {
+		t.Fatalf("result %v", res)
+	}
+}

@@ -94,6 +94,9 @@ var claudeNames = map[string]string{
 	"KillShell":    toolBashKill,
 	"KillBash":     toolBashKill,
 	"ExitPlanMode": ExitPlanTool,
+	// Claude Code's subagent tool (Agent, formerly Task) is dsh's task.
+	"Agent": "task",
+	"Task":  "task",
 }
 
 // displayNames are the names generated rules use: the Claude spelling, so

@@ -140,6 +140,31 @@ const scenarios = {
     return { messages, elapsedMs: Date.now() - started };
   },
 
+  async agents() {
+    const q = query({
+      prompt: "ask the reviewer",
+      options: { ...base, allowedTools: ["Agent"], agents: { reviewer: { description: "Reviews changes", prompt: "You are the reviewer agent.", tools: ["Read"] } } },
+    });
+    const init = await q.initializationResult?.();
+    return { messages: await collect(q), agents: init?.agents };
+  },
+
+  async prompttool() {
+    const perm = createSdkMcpServer({
+      name: "perm",
+      version: "1.0.0",
+      tools: [
+        tool("approve", "Answer permission questions", { tool_name: z.string(), input: z.any(), tool_use_id: z.string().optional() }, async (args) => {
+          seen.canUseTool.push(args);
+          const answer = { behavior: "allow", updatedInput: { ...args.input, content: "from the prompt tool" } };
+          return { content: [{ type: "text", text: JSON.stringify(answer) }] };
+        }),
+      ],
+    });
+    const q = query({ prompt: "write it", options: { ...base, mcpServers: { perm }, permissionPromptToolName: "mcp__perm__approve" } });
+    return { messages: await collect(q) };
+  },
+
   async resume() {
     const first = await collect(query({ prompt: "remember the word zebra", options: { ...base } }));
     const id = first.find((m) => m.type === "result").session_id;

@@ -82,6 +82,22 @@ func (r Request) HasTool(names ...string) (string, bool) {
 	return "", false
 }
 
+// SystemText is the system prompt's text (a string or text blocks).
+func (r Request) SystemText() string {
+	var s string
+	if json.Unmarshal(r.System, &s) == nil {
+		return s
+	}
+	var blocks []Block
+	_ = json.Unmarshal(r.System, &blocks)
+	var b strings.Builder
+	for _, bl := range blocks {
+		b.WriteString(bl.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // ToolResults returns the tool_result blocks of the conversation, in order.
 func (r Request) ToolResults() []Block {
 	var out []Block

@@ -12,7 +12,8 @@ import (
 // Plugin is the subagents capability: a [subagent.Service] with the spawn
 // and fork providers, provided to later plugins (hooks report subagent
 // starts and ends), and the task and fork tools, task with the custom
-// agents of $DSH_HOME/agents and the project's .dsh/agents.
+// agents of $DSH_HOME/agents and the project's .dsh/agents; its [Catalog]
+// is provided too, for front doors that define agents inline.
 func Plugin() core.Plugin {
 	return func(_ context.Context, h *core.Host, scope *kernel.Scope) error {
 		svc := subagent.NewService(subagent.Options{Logger: h.Logger})
@@ -29,9 +30,17 @@ func Plugin() core.Plugin {
 		if err != nil {
 			h.Logger.Warn("some custom agent definitions could not be read", "err", err)
 		}
-		if err := h.Tools.RegisterAll(scope,
-			Tool("task", "spawn", svc, h.Agents, defs),
-			Tool("fork", "fork", svc, h.Agents, nil)); err != nil {
+		cat, err := newCatalog(h.Tools, svc, h.Agents, defs)
+		if err != nil {
+			return err
+		}
+		if err := scope.Defer(cat.close); err != nil {
+			return err
+		}
+		if err := h.Tools.RegisterAll(scope, Tool("fork", "fork", svc, h.Agents, nil)); err != nil {
+			return err
+		}
+		if err := core.Provide(h, scope, cat); err != nil {
 			return err
 		}
 		return core.Provide(h, scope, svc)
