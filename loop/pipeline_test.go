@@ -504,9 +504,10 @@ func TestContainment(t *testing.T) {
 	})
 	t.Run("flush failure after a step", func(t *testing.T) {
 		hs := newHarness(t, scripted.Call("c1", "nosuchtool", map[string]any{}, ""), scripted.Text("never asked"))
+		// Flushes: the prompt, before the first request, after step 1.
 		var flushes atomic.Int32
 		hs.h.Sessions.Flush.Use(func(context.Context, *session.Session) error {
-			if flushes.Add(1) >= 2 {
+			if flushes.Add(1) >= 3 {
 				return errors.New("disk full")
 			}
 			return nil
@@ -519,6 +520,27 @@ func TestContainment(t *testing.T) {
 		if r := lastEnd(t, a.Session()); r.Code != session.CodeNotSaved || r.Step != 1 {
 			t.Fatalf("end reason %+v", r)
 		}
+	})
+	t.Run("flush failure before the request", func(t *testing.T) {
+		// The flush that fails is the one after pre-step listeners ran
+		// (a compaction appends there): the model is not asked.
+		hs := newHarness(t, scripted.Text("never asked"))
+		var flushes atomic.Int32
+		hs.h.Sessions.Flush.Use(func(context.Context, *session.Session) error {
+			if flushes.Add(1) == 2 {
+				return errors.New("disk full")
+			}
+			return nil
+		})
+		a := hs.agent(agent.Options{})
+		run(t, a, "x")
+		if hs.model.Calls() != 0 {
+			t.Fatalf("the model was called %d times", hs.model.Calls())
+		}
+		if r := lastEnd(t, a.Session()); r.Code != session.CodeNotSaved || r.Step != 1 {
+			t.Fatalf("end reason %+v", r)
+		}
+		eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "step/start", "step/end", "turn/end"})
 	})
 	t.Run("pre-step listener", func(t *testing.T) {
 		hs := newHarness(t, scripted.Text("ok"))

@@ -275,6 +275,12 @@ func (t *turnState) openStep(ctx context.Context, system string) bool {
 		t.closeStep()
 		return false
 	}
+	// What pre-step listeners recorded (a compaction, session rules) is
+	// durable before the model is asked; usually there is nothing to write.
+	if !t.flush() {
+		t.closeStep()
+		return false
+	}
 	return true
 }
 
