@@ -108,24 +108,7 @@ type run struct {
 
 func dsh(t *testing.T, dir, home, baseURL string, stdin string, args ...string) run {
 	t.Helper()
-	// t.TempDir makes 0755 directories: make the home private like a real
-	// one, or dsh's first run notes on stderr that it tightened it.
-	_ = os.Chmod(home, 0o700)
-	cmd := exec.Command(dshBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL="+baseURL,
-		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "DSH_MODEL=")
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return run{out.String(), errb.String(), code}
+	return invocation{dir: dir, home: home, baseURL: baseURL, stdin: stdin}.run(t, args...)
 }
 
 // The end-to-end: a multi-step tool turn (bash, read, edit, final

@@ -17,18 +17,7 @@ type got struct {
 
 func readAll(t testing.TB, r io.Reader, max int) ([]got, error) {
 	t.Helper()
-	sr := NewReaderSize(r, max)
-	var out []got
-	for {
-		ev, err := sr.Next()
-		if err != nil {
-			if err == io.EOF {
-				return out, nil
-			}
-			return out, err
-		}
-		out = append(out, got{ev.Type, string(ev.Data), ev.ID, ev.Retry, ev.Partial})
-	}
+	return readAllWith(t, r, max, bufferSize)
 }
 
 func TestReader(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dshq/dsh/session"
-	"github.com/dshq/dsh/store"
 )
 
 // A file that is not a database is refused with its path and what to do,
@@ -34,23 +33,9 @@ func TestNotADatabaseNamesThePath(t *testing.T) {
 func TestMalformedDatabaseNamesThePath(t *testing.T) {
 	dir := t.TempDir()
 	p := dbPath(dir)
-	b, err := Open(p, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	id := session.ID("s1")
-	h := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}
-	if err := b.Lock(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	var events []session.Event
-	for i := range 2000 {
-		events = append(events, session.Event{Seq: int64(i), Type: "note", Time: 1, Data: []byte(`{"text":"` + strings.Repeat("x", 200) + `"}`)})
-	}
-	if err := b.AppendBatch(ctx, store.Batch{Header: h, Events: events, Info: store.NewInfo(h, events)}); err != nil {
-		t.Fatal(err)
-	}
+	b, _, events := notes(t, p, id, 2000, func(int) string { return `{"text":"` + strings.Repeat("x", 200) + `"}` })
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,23 +15,9 @@ import (
 // event and names the damaged seq.
 func TestSalvageSkipsADamagedRow(t *testing.T) {
 	dir := t.TempDir()
-	b, err := Open(dbPath(dir), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	id := session.ID("s1")
-	h := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}
-	if err := b.Lock(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	var events []session.Event
-	for i := range 10 {
-		events = append(events, session.Event{Seq: int64(i), Type: "note", Time: 1, Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
-	}
-	if err := b.AppendBatch(ctx, store.Batch{Header: h, Events: events, Info: store.NewInfo(h, events)}); err != nil {
-		t.Fatal(err)
-	}
+	b, h, _ := notes(t, dbPath(dir), id, 10, func(i int) string { return fmt.Sprintf(`{"n":%d}`, i) })
 	raw(t, dir, func(db *sql.DB) {
 		exec(t, db, `UPDATE events SET event = 'garbage' WHERE session_id = ? AND seq IN (4, 5)`, string(id))
 		exec(t, db, `DELETE FROM events WHERE session_id = ? AND seq = 7`, string(id))
@@ -60,4 +46,27 @@ func TestSalvageSkipsADamagedRow(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// notes opens a database at p and stores session id with n "note" events
+// whose data is data(i).
+func notes(t *testing.T, p string, id session.ID, n int, data func(int) string) (*Backend, session.Header, []session.Event) {
+	t.Helper()
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	h := session.Header{Version: session.FormatVersion, ID: id, CreatedAt: 1}
+	if err := b.Lock(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var events []session.Event
+	for i := range n {
+		events = append(events, session.Event{Seq: int64(i), Type: "note", Time: 1, Data: []byte(data(i))})
+	}
+	if err := b.AppendBatch(ctx, store.Batch{Header: h, Events: events, Info: store.NewInfo(h, events)}); err != nil {
+		t.Fatal(err)
+	}
+	return b, h, events
 }
