@@ -98,7 +98,7 @@ func (p *promptSlot) settleReason(r session.EndReason) {
 		}
 	case session.EndMaxTokens:
 		stop = sdk.StopReasonMaxTokens
-	case session.EndMaxTurns:
+	case session.EndMaxSteps:
 		stop = sdk.StopReasonMaxTurnRequests
 	case session.EndAborted, session.EndDisposed, session.EndInterrupted:
 		stop = sdk.StopReasonCancelled

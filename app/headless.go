@@ -10,6 +10,6 @@ const (
 	ExitAborted   = 3 // cancelled (SIGINT) or disposed
 	ExitMaxTokens = 4 // the model hit its output limit
 	ExitRejected  = 5 // every prompt was blocked by a hook
-	ExitMaxTurns  = 6 // --max-turns was reached
+	ExitMaxSteps  = 6 // the step limit was reached (maxSteps, --max-turns)
 	ExitNotSaved  = 7 // the session could not be saved (disk full, store failure): the turn stopped before the next model call
 )

@@ -113,7 +113,7 @@ func (f *configFlags) configure(home, project string, policy trust.Policy, extra
 		return nil, nil, err
 	}
 	in := settings.Input{
-		Paths:  settings.Paths{Home: home, Project: project, Flag: f.settingsFile},
+		Paths:  settings.Paths{Home: home, Project: project, SettingsFile: f.settingsFile},
 		Flags:  append(flags, extra...),
 		Schema: app.Schema(),
 	}

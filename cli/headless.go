@@ -179,7 +179,7 @@ func readMCPConfig(vals []string) ([]mcp.ServerConfig, error) {
 					return nil, fmt.Errorf("--mcp-config %s: want {\"mcpServers\": {...}}", path)
 				}
 			}
-			servers, err := mcp.ParseServers(doc.MCPServers, mcp.SourceFlag, path, "")
+			servers, err := mcp.ParseServers(doc.MCPServers, mcp.SourceCLI, path, "")
 			if err != nil {
 				return nil, fmt.Errorf("--mcp-config %s: %v", path, err)
 			}

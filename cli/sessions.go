@@ -45,7 +45,7 @@ func storeChoice(stdio IO, settingsFile string) (backends.Config, backends.Optio
 	if err := privateHome(stdio, h); err != nil {
 		return backends.Config{}, backends.Options{}, usageErr("creating %s: %v", h, err)
 	}
-	cfg, err := settings.Load(settings.Input{Paths: settings.Paths{Home: h, Flag: settingsFile}, Schema: app.Schema()})
+	cfg, err := settings.Load(settings.Input{Paths: settings.Paths{Home: h, SettingsFile: settingsFile}, Schema: app.Schema()})
 	if err != nil {
 		return backends.Config{}, backends.Options{}, err
 	}

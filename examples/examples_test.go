@@ -125,14 +125,14 @@ func TestToolPlugin(t *testing.T) {
 	)
 }
 
-func TestHookPlugin(t *testing.T) {
+func TestListenerPlugin(t *testing.T) {
 	t.Parallel()
-	out := run(t, build(t, "hookplugin"), "")
+	out := run(t, build(t, "listener"), "")
 	expect(t, out,
 		// The rewrite: effective arguments, the original beside them, and who changed them.
 		`"arguments":"{\"command\":\"git push --force-with-lease origin main\"}"`,
 		`"originalArguments":"{\"command\":\"git push --force origin main\"}"`,
-		`"rewrittenBy":"hookplugin"`,
+		`"rewrittenBy":"listener"`,
 		`tool/result would run: git push --force-with-lease origin main (error: false)`,
 		// The denial.
 		`tool/result Error: refusing to delete the filesystem root (error: true)`,

@@ -194,7 +194,7 @@ func buildResult(st *turnStats, end session.TurnEnd, sessionID string, c *costs,
 		} else {
 			r.Result = &text
 		}
-	case session.EndMaxTurns:
+	case session.EndMaxSteps:
 		r.Subtype, r.Errors = SubtypeErrorMaxTurns, []string{fmt.Sprintf("Reached maximum number of turns (%d)", st.steps)}
 		if st.budgetHit {
 			r.Subtype, r.Errors = SubtypeErrorBudget, []string{"Reached the --max-budget-usd limit"}
@@ -241,7 +241,7 @@ func terminalReason(r session.EndReason) string {
 	switch r.Kind {
 	case session.EndCompleted, session.EndMaxTokens:
 		return "completed"
-	case session.EndMaxTurns:
+	case session.EndMaxSteps:
 		return "max_turns"
 	case session.EndRejected:
 		return "hook_stopped"
@@ -272,8 +272,8 @@ func exitCode(stop, code string) int {
 		return app.ExitMaxTokens
 	case session.EndRejected:
 		return app.ExitRejected
-	case session.EndMaxTurns:
-		return app.ExitMaxTurns
+	case session.EndMaxSteps:
+		return app.ExitMaxSteps
 	}
 	return app.ExitError
 }

@@ -492,7 +492,7 @@ func (r *run) event(e session.Event) {
 		}
 		r.stats = nil
 		if st.budgetHit && te.Reason.Kind == session.EndAborted {
-			te.Reason = session.EndReason{Kind: session.EndMaxTurns}
+			te.Reason = session.EndReason{Kind: session.EndMaxSteps}
 		}
 		res := buildResult(st, te, r.sid, &r.costs, max(e.Time-st.startMS, 0))
 		if r.interrupted[te.Turn] && res.code == app.ExitAborted {

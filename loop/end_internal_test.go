@@ -19,7 +19,7 @@ func TestEndReasonPrecedence(t *testing.T) {
 	}{
 		{"nothing happened", stopFacts{}, session.EndReason{Kind: session.EndCompleted}},
 		{"max tokens", stopFacts{maxTokens: true}, session.EndReason{Kind: session.EndMaxTokens}},
-		{"step limit beats max tokens", stopFacts{maxSteps: true, maxTokens: true}, session.EndReason{Kind: session.EndMaxTurns}},
+		{"step limit beats max tokens", stopFacts{maxSteps: true, maxTokens: true}, session.EndReason{Kind: session.EndMaxSteps}},
 		{"rejected", stopFacts{rejected: true, rejectReason: "no"}, session.EndReason{Kind: session.EndRejected, Reason: "no"}},
 		{"failure beats quiet endings", stopFacts{failure: failure, maxSteps: true, maxTokens: true}, *failure},
 		{"cancel beats failure", stopFacts{aborted: true, abortReason: "esc", failure: failure}, session.EndReason{Kind: session.EndAborted, Reason: "esc"}},

@@ -582,13 +582,13 @@ func TestSessionStart(t *testing.T) {
 	}
 }
 
-// Max steps end a turn with max-turns.
+// The step limit ends a turn with max-steps.
 func TestMaxSteps(t *testing.T) {
 	hs := newHarness(t, scripted.Call("c1", "echo", map[string]string{"text": "a"}, ""), scripted.Call("c2", "echo", map[string]string{"text": "b"}, ""))
 	register(t, hs, echoTool())
 	a := hs.agent(agent.Options{MaxSteps: 1})
 	run(t, a, "go")
-	if r := lastEnd(t, a.Session()); r.Kind != session.EndMaxTurns || hs.model.Calls() != 1 {
+	if r := lastEnd(t, a.Session()); r.Kind != session.EndMaxSteps || hs.model.Calls() != 1 {
 		t.Fatalf("%+v", r)
 	}
 }

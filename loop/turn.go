@@ -69,7 +69,7 @@ func (f *stopFacts) endReason() session.EndReason {
 	case f.rejected:
 		return session.EndReason{Kind: session.EndRejected, Reason: f.rejectReason}
 	case f.maxSteps:
-		return session.EndReason{Kind: session.EndMaxTurns}
+		return session.EndReason{Kind: session.EndMaxSteps}
 	case f.maxTokens:
 		return session.EndReason{Kind: session.EndMaxTokens}
 	}

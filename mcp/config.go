@@ -46,12 +46,13 @@ const (
 // Sources name where a server was configured: the settings layers, plus
 // the project's .mcp.json and an ACP client's servers.
 const (
-	SourceUser    = string(settings.LayerUser)    // $DSH_HOME/settings.json
-	SourceProject = string(settings.LayerProject) // <project>/.dsh/settings.json
-	SourceLocal   = string(settings.LayerLocal)   // <project>/.dsh/settings.local.json
-	SourceFlag    = string(settings.LayerFlag)    // --settings FILE
-	SourceMCPJSON = "mcp.json"                    // <project>/.mcp.json
-	SourceSession = "session"                     // passed by an ACP client for one session
+	SourceUser         = string(settings.LayerUser)         // $DSH_HOME/settings.json
+	SourceProject      = string(settings.LayerProject)      // <project>/.dsh/settings.json
+	SourceLocal        = string(settings.LayerLocal)        // <project>/.dsh/settings.local.json
+	SourceSettingsFile = string(settings.LayerSettingsFile) // --settings FILE
+	SourceCLI          = string(settings.LayerCLI)          // a command-line flag (--mcp-config)
+	SourceMCPJSON      = "mcp.json"                         // <project>/.mcp.json
+	SourceSession      = "session"                          // passed by an ACP client for one session
 )
 
 // Key is "mcpServers": servers by name, in Claude Code's shape, each
@@ -317,7 +318,7 @@ func Configured(c *settings.Config, cwd string) ([]ServerConfig, error) {
 	}
 	layer(settings.LayerProject)
 	layer(settings.LayerLocal)
-	layer(settings.LayerFlag)
+	layer(settings.LayerSettingsFile)
 	layer(settings.LayerCLI)
 	out := make([]ServerConfig, 0, len(byName))
 	for _, c := range byName {

@@ -117,7 +117,7 @@ func TestProjectCannotChooseBypass(t *testing.T) {
 			t.Errorf("%s bypass: warnings %q", layer, w)
 		}
 	}
-	for _, layer := range []settings.Layer{settings.LayerUser, settings.LayerFlag, settings.LayerCLI} {
+	for _, layer := range []settings.Layer{settings.LayerUser, settings.LayerSettingsFile, settings.LayerCLI} {
 		c := mustNew(t, Config{Mode: ModeBypass, ModeSource: layer})
 		if c.Mode() != ModeBypass || len(c.Warnings()) != 0 {
 			t.Errorf("%s bypass: mode %s, warnings %q", layer, c.Mode(), c.Warnings())
@@ -142,7 +142,7 @@ func TestProjectCannotChooseBypass(t *testing.T) {
 	if len(cfg.Rules) != 2 || cfg.Rules[0] != want[0] || cfg.Rules[1] != want[1] || len(cfg.Roots) != 1 {
 		t.Errorf("rules %v roots %v", cfg.Rules, cfg.Roots)
 	}
-	flag := Key.In(settings.LayerFlag, "/tmp/extra.json", Settings{DefaultMode: "bypassPermissions"})
+	flag := Key.In(settings.LayerSettingsFile, "/tmp/extra.json", Settings{DefaultMode: "bypassPermissions"})
 	sc, err = settings.From(settings.Schema{Key}, true, user, flag)
 	if err != nil {
 		t.Fatal(err)

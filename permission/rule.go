@@ -33,17 +33,16 @@ func (b Behavior) strength() int {
 
 func (b Behavior) valid() bool { return b == Allow || b == Ask || b == Deny }
 
-// Sources that are not files.
-const (
-	SourceSession = "session" // remembered answers and /permissions additions for one session
-	SourceFlag    = "flag"    // --allow / --deny style command-line flags
-	SourceCLI     = "cli"     // anything else the front-end decided
-)
+// SourceSession is the source of a session's own rules: remembered
+// approval answers and /permissions additions for one session. Every other
+// rule's source is where the settings pipeline read it: a settings file's
+// path, or the flag that gave it ("--allowedTools").
+const SourceSession = "session"
 
 // Rule is one permission rule as written in settings ("Bash(git diff:*)",
 // "Read(./src/**)", "mcp__github"), what it does, and where it came from
-// (a settings file path, "session", "flag" or "cli") so every decision can
-// name the file a user has to edit to change it.
+// (a settings file path, a flag, or "session") so every decision can name
+// what a user has to change to change it.
 type Rule struct {
 	Text     string   `json:"rule"`
 	Behavior Behavior `json:"behavior"`

@@ -72,7 +72,7 @@ type PathRule struct {
 	// Allow is true for an allow rule, false for a deny rule (ask rules
 	// do not change the sandbox: the parser still asks).
 	Allow bool
-	// Source names the settings file (or "session", "flag").
+	// Source names the settings file (or the flag, or "session").
 	Source string
 }
 

@@ -163,8 +163,15 @@ const (
 	EndMaxTokens   = "max-tokens"
 	EndRejected    = "rejected"
 	EndInterrupted = "interrupted"
-	EndMaxTurns    = "max-turns"
+	// EndMaxSteps: the turn made the most model calls it may (the agent's
+	// MaxSteps: settings "maxSteps", or --max-turns, Claude Code's name for
+	// the same limit).
+	EndMaxSteps = "max-steps"
 )
+
+// endMaxStepsLegacy is what logs of earlier builds recorded for
+// EndMaxSteps; reading one gives EndMaxSteps.
+const endMaxStepsLegacy = "max-turns"
 
 // EndReason says why a turn ended.
 type EndReason struct {
@@ -207,6 +214,9 @@ func (r *EndReason) UnmarshalJSON(b []byte) error {
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
+	}
+	if w.Kind == endMaxStepsLegacy {
+		w.Kind = EndMaxSteps
 	}
 	*r = EndReason{Kind: w.Kind, Reason: w.Reason, Step: w.Step, Message: w.Message, Code: w.Code}
 	return nil

@@ -1346,3 +1346,18 @@ func TestLiveLineage(t *testing.T) {
 		t.Error("nil")
 	}
 }
+
+// The step limit's end reason is max-steps; logs of earlier builds that
+// recorded max-turns read the same.
+func TestEndReasonStepLimitLegacy(t *testing.T) {
+	for _, raw := range []string{`{"kind":"max-steps"}`, `{"kind":"max-turns"}`} {
+		var r session.EndReason
+		if err := json.Unmarshal([]byte(raw), &r); err != nil || r.Kind != session.EndMaxSteps {
+			t.Errorf("%s: %+v %v", raw, r, err)
+		}
+	}
+	b, _ := json.Marshal(session.EndReason{Kind: session.EndMaxSteps})
+	if string(b) != `{"kind":"max-steps"}` {
+		t.Errorf("written as %s", b)
+	}
+}

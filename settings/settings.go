@@ -43,8 +43,9 @@ const (
 	LayerProject Layer = "project"
 	// LayerLocal is <project>/.dsh/settings.local.json, beside it.
 	LayerLocal Layer = "local"
-	// LayerFlag is the file named by --settings.
-	LayerFlag Layer = "flag"
+	// LayerSettingsFile is the file named by --settings (it was called
+	// "flag", a word that now means only command-line flags: LayerCLI).
+	LayerSettingsFile Layer = "settings-file"
 	// LayerCLI is command-line flags (--model, --allowedTools, …) and what
 	// a front door's user chose for one session (ACP's additional
 	// directories); the File's Path names the flag.
@@ -98,9 +99,9 @@ func (e *Error) Error() string {
 
 // Paths locates the settings files of each layer.
 type Paths struct {
-	Home    string // $DSH_HOME
-	Project string // the working directory
-	Flag    string // --settings
+	Home         string // $DSH_HOME
+	Project      string // the working directory
+	SettingsFile string // --settings
 }
 
 // Files returns the candidate files in layer order.
@@ -114,8 +115,8 @@ func (p Paths) Files() []File {
 			File{Layer: LayerProject, Path: filepath.Join(p.Project, ".dsh", "settings.json")},
 			File{Layer: LayerLocal, Path: filepath.Join(p.Project, ".dsh", "settings.local.json")})
 	}
-	if p.Flag != "" {
-		out = append(out, File{Layer: LayerFlag, Path: p.Flag})
+	if p.SettingsFile != "" {
+		out = append(out, File{Layer: LayerSettingsFile, Path: p.SettingsFile})
 	}
 	return out
 }
@@ -163,7 +164,7 @@ func Load(in Input) (*Config, error) {
 	for _, f := range in.Paths.Files() {
 		b, err := os.ReadFile(f.Path)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && f.Layer != LayerFlag {
+			if errors.Is(err, fs.ErrNotExist) && f.Layer != LayerSettingsFile {
 				continue
 			}
 			return nil, &Error{Path: f.Path, Reason: err.Error()}

@@ -87,7 +87,7 @@ func TestLayering(t *testing.T) {
 	write(t, filepath.Join(proj, ".dsh", "settings.local.json"), `{"model":"anthropic/claude-sonnet-4-5","permissions":{"defaultMode":"default"}}`)
 	flag := filepath.Join(t.TempDir(), "extra.json")
 	write(t, flag, `{"maxSteps":7}`)
-	c, err := Load(Input{Paths: Paths{Home: home, Project: proj, Flag: flag}, Trust: trustAll, Schema: schema,
+	c, err := Load(Input{Paths: Paths{Home: home, Project: proj, SettingsFile: flag}, Trust: trustAll, Schema: schema,
 		Flags: []File{permKey.Flag("--allowedTools", perms{Allow: []string{"Edit"}}), modelKey.Flag("--model", "openai/gpt-5")}})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestPolicies(t *testing.T) {
 		t.Errorf("warnings %q", w)
 	}
 	// The same value from the user's own layer stands.
-	c, _ = From(schema, true, permKey.In(LayerFlag, "/x.json", perms{DefaultMode: "plan"}))
+	c, _ = From(schema, true, permKey.In(LayerSettingsFile, "/x.json", perms{DefaultMode: "plan"}))
 	if permKey.Get(c).DefaultMode != "plan" || len(c.Warnings()) != 0 {
 		t.Errorf("%+v %q", permKey.Get(c), c.Warnings())
 	}
@@ -234,7 +234,7 @@ func TestStrictErrors(t *testing.T) {
 }
 
 func TestMissingFlagFile(t *testing.T) {
-	if _, err := Load(Input{Paths: Paths{Flag: filepath.Join(t.TempDir(), "nope.json")}, Schema: schema}); err == nil {
+	if _, err := Load(Input{Paths: Paths{SettingsFile: filepath.Join(t.TempDir(), "nope.json")}, Schema: schema}); err == nil {
 		t.Fatal("a missing --settings file must be an error")
 	}
 	if c, err := Load(Input{Paths: Paths{Home: t.TempDir(), Project: t.TempDir()}, Schema: schema, Trust: trustAll}); err != nil || len(c.Files()) != 0 {

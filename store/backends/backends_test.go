@@ -74,7 +74,7 @@ func TestOpenPostgres(t *testing.T) {
 	writeFile(t, user, `{"sessionStore":"postgres","postgres":{"schema":"`+schema+`","leaseTTL":"5s"}}`)
 	proj := filepath.Join(dir, "proj")
 	writeFile(t, filepath.Join(proj, ".dsh", "settings.json"), `{"sessionStore":"sqlite","postgres":{"schema":"elsewhere"}}`)
-	sc, err := settings.Load(settings.Input{Paths: settings.Paths{Project: proj, Flag: user}, Schema: settings.Schema{Key, postgres.Key},
+	sc, err := settings.Load(settings.Input{Paths: settings.Paths{Project: proj, SettingsFile: user}, Schema: settings.Schema{Key, postgres.Key},
 		Trust: func(string) (bool, error) { return true, nil }})
 	if err != nil {
 		t.Fatal(err)

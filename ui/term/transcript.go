@@ -470,7 +470,7 @@ func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
 		lines = append(lines, t.st.Warn("✗ Rejected: "+r.Reason))
 	case session.EndMaxTokens:
 		lines = append(lines, t.st.Warn("⚠ The model hit its output limit"))
-	case session.EndMaxTurns:
+	case session.EndMaxSteps:
 		lines = append(lines, t.st.Warn("⚠ Stopped: the step limit was reached"))
 	case session.EndDisposed:
 		lines = append(lines, t.st.Dim("(session closed)"))

@@ -1,4 +1,4 @@
-// Command hookplugin shows how a plugin gates what an agent does, using two
+// Command listener shows how a plugin gates what an agent does, using two
 // interception points:
 //
 //   - agent/prompt-submit (agent.Hub.PromptSubmit) blocks a prompt that
@@ -15,7 +15,7 @@
 // The model is scripted and the "shell" tool only reports what it would
 // run, so the example is offline and harmless.
 //
-//	go run ./examples/hookplugin
+//	go run ./examples/listener
 package main
 
 import (
@@ -35,7 +35,7 @@ import (
 	"github.com/dshq/dsh/tool"
 )
 
-const pluginName = "hookplugin"
+const pluginName = "listener"
 
 type shellArgs struct {
 	Command string `json:"command" jsonschema:"the command line to run"`
@@ -49,7 +49,7 @@ func shell() tool.Tool {
 		})
 }
 
-// guard is the hook plugin.
+// guard is the listener plugin.
 func guard(_ context.Context, h *core.Host, scope *kernel.Scope) error {
 	// Block prompts that carry credentials. A blocked prompt is recorded as
 	// prompt/blocked and never reaches the model.
@@ -114,7 +114,7 @@ func reply(prefix string) scripted.Entry {
 
 func main() {
 	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "hookplugin:", err)
+		fmt.Fprintln(os.Stderr, "listener:", err)
 		os.Exit(1)
 	}
 }
@@ -148,7 +148,7 @@ func run() error {
 	}
 
 	hd, err := h.Agents.Create(ctx, agent.CreateOptions{
-		AgentID: "main", SessionID: "hookplugin-demo",
+		AgentID: "main", SessionID: "listener-demo",
 		Options: agent.Options{Model: "scripted/demo"},
 	})
 	if err != nil {
