@@ -166,10 +166,10 @@ func TestDiskFullMidTurn(t *testing.T) {
 	for _, store := range []string{"jsonl", "sqlite"} {
 		t.Run(store, func(t *testing.T) {
 			d := newDiskFull(t, store)
-			d.model.deepseek.replies = []string{
+			d.model.deepseek.setReplies(
 				toolReply("call_1", "bash", map[string]string{"command": "head -c 4000000 /dev/zero > " + d.fillPath() + " 2>/dev/null; seq 1 4000", "description": "fill the disk"}),
 				textReply("must not be asked"),
-			}
+			)
 			// The command fills dsh's own home, which the sandbox hides.
 			r := d.iv.run(t, "-p", "--model", model, "--permission-mode", "bypassPermissions", "--sandbox", "danger-full-access", "fill the disk please")
 			d.notSaved(r, "a turn that fills the disk")

@@ -45,6 +45,15 @@ type deepseek struct {
 	key      string // the API key it expects ("" is test-key)
 }
 
+// setReplies replaces the script; the server's goroutines read it under
+// d.mu (a plain write after the server started is a data race: the race
+// detector sees no order through the dsh process and its connection).
+func (d *deepseek) setReplies(replies ...string) {
+	d.mu.Lock()
+	d.replies = replies
+	d.mu.Unlock()
+}
+
 func (d *deepseek) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := d.key
 	if key == "" {

@@ -50,6 +50,15 @@ func (m *actingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.deepseek.ServeHTTP(w, r)
 }
 
+// setBefore sets the hook; the server's goroutines read it under m.mu (a
+// plain write after the server started is a data race: the race detector
+// sees no order through the dsh process and its connection).
+func (m *actingModel) setBefore(f func(n int, body map[string]any)) {
+	m.mu.Lock()
+	m.before = f
+	m.mu.Unlock()
+}
+
 func (m *actingModel) requestCount() int {
 	m.deepseek.mu.Lock()
 	defer m.deepseek.mu.Unlock()
@@ -161,11 +170,11 @@ func TestHomeIsPrivate(t *testing.T) {
 			m, url := newActingModel(t,
 				toolReply("call_1", "bash", map[string]string{"command": "echo hi", "description": "say hi"}),
 				textReply("done"))
-			m.before = func(n int, _ map[string]any) {
+			m.setBefore(func(n int, _ map[string]any) {
 				if n == 2 {
 					during = modes(t, home)
 				}
-			}
+			})
 			r := invocation{dir: dir, home: home, baseURL: url, umask: "022"}.run(t,
 				"-p", "--model", "deepseek/deepseek-chat", "--allowedTools", "Bash(echo:*)", "say hi")
 			if r.code != 0 {
@@ -253,12 +262,12 @@ func TestHeadlessSessionInUseJSON(t *testing.T) {
 	release := make(chan struct{})
 	asked := make(chan struct{})
 	m, url := newActingModel(t, textReply("first"), textReply("second"))
-	m.before = func(n int, _ map[string]any) {
+	m.setBefore(func(n int, _ map[string]any) {
 		if n == 2 {
 			close(asked)
 			<-release
 		}
-	}
+	})
 	iv := invocation{dir: dir, home: home, baseURL: url}
 	r := iv.run(t, "-p", "--model", "deepseek/deepseek-chat", "--output-format", "json", "hello")
 	var first map[string]any
@@ -458,7 +467,7 @@ func TestHeadlessBinaryCommandOutput(t *testing.T) {
 	var result string
 	var saved []byte
 	var savedErr error
-	m.before = func(n int, body map[string]any) {
+	m.setBefore(func(n int, body map[string]any) {
 		if n != 2 {
 			return
 		}
@@ -470,7 +479,7 @@ func TestHeadlessBinaryCommandOutput(t *testing.T) {
 		// The file exists while the session runs (dsh removes its spill
 		// directory when it exits).
 		saved, savedErr = os.ReadFile(strings.TrimSuffix(strings.TrimPrefix(result, prefix), "]"))
-	}
+	})
 	r := invocation{dir: dir, home: home, baseURL: url}.run(t, "-p", "--model", "deepseek/deepseek-chat", "--allowedTools", "Bash(cat:*)", "show blob.bin")
 	if r.code != 0 {
 		t.Fatalf("%+v", r)
