@@ -103,7 +103,11 @@ func TestBashCommandLines(t *testing.T) {
 		{line: "/usr/bin/env rm -rf /", want: Deny},
 		{line: "exec rm x", want: Deny},
 		{line: "xargs rm < files.txt", want: Deny},
-		{line: "ls | xargs -I{} cat {}", want: Allow},
+		// xargs appends words the line does not show: with a Read deny
+		// rule in force they may be what it denies (echo ~/.ssh/id_rsa |
+		// xargs cat), so the line asks. Without one it runs.
+		{line: "ls | xargs -I{} cat {}", want: Ask},
+		{line: "echo ~/.ssh/id_rsa | xargs cat", want: Ask},
 		{line: "ls | xargs", want: Allow}, // xargs alone runs echo
 		{line: "echo main | xargs git push origin", want: Deny},
 		{line: "find . -name '*.go'", want: Allow},

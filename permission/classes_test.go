@@ -183,6 +183,8 @@ func TestClassRedirectionReads(t *testing.T) {
 	}
 	for _, line := range []string{
 		`read -r l < ~/.ssh/id_rsa`,
+		`read -r l < $HOME/.ssh/id_rsa`,
+		`read -r l < "${HOME}/.ssh/id_rsa"`,
 		`echo "$(<~/.ssh/id_rsa)"`,
 		`echo "$(< ` + e.home + `/.ssh/id_rsa)"`,
 		`mapfile a < ~/.ssh/config`,
@@ -231,9 +233,28 @@ func TestClassDirectoryChange(t *testing.T) {
 		`cd src && cd ../secrets && cat key.txt`,
 		`cat secrets/key.txt`,
 		`grep x secrets/key.txt`,
+		`mv secrets/key.txt x`,
+		`cat $HOME/../` + filepath.Base(e.home) + `/../proj/secrets/key.txt`,
 	} {
 		cases = append(cases, classCase{line, ModeDefault, secrets, Deny}, classCase{line, ModeBypass, secrets, Deny})
 	}
+	for _, line := range []string{
+		// A path the line only knows at run time, and whole trees, may hold
+		// the denied files.
+		`cat secrets/*`, `cat sec*/key.txt`, `cat "$(echo secrets)/key.txt"`, `f=secrets/key.txt; cat $f`,
+		`for f in secrets/*; do cat $f; done`, `echo secrets/key.txt | xargs cat`, `find . -name key.txt -exec cat {} +`,
+		`grep -r x .`, `grep -rn x`, `grep -R x`, `tar cf /tmp/x.tar .`, `cp -r . /tmp/x`, `python3 -c 'print(open("secrets/key.txt").read())'`,
+	} {
+		cases = append(cases, classCase{line, ModeBypass, secrets, Ask})
+	}
+	for _, line := range []string{
+		`git checkout .`, `git reset --hard`, `git clean -fdx`, `rm -rf .`, `rm -rf *`, `chmod -R 777 .`, `find . -delete`,
+		`d=protected; echo x > $d/f`, `echo x > prot*/f`, `sed -i s/a/b/ protected/*`,
+	} {
+		cases = append(cases, classCase{line, ModeBypass, protected, Ask})
+	}
+	cases = append(cases, classCase{`git checkout -- protected`, ModeBypass, protected, Deny},
+		classCase{`find src -exec cat {} +`, ModeBypass, secrets, Allow}, classCase{`grep -r x src`, ModeDefault, secrets, Allow})
 	for _, line := range []string{
 		`cd $D && read l < key.txt`,
 		`cd "$(echo secrets)" && read l < key.txt`,
@@ -367,7 +388,9 @@ func TestClassWrappers(t *testing.T) {
 		`find / -maxdepth 0 -exec ` + touch + ` \;`,
 		`sed -n '1e ` + touch + `' list`, `sed '1e ` + touch + `' list`, `awk 'BEGIN{system("` + touch + `")}'`,
 		`zip -T -TT '` + touch + `' x.zip a.txt`, `sort --compress-program='` + touch + `' list`, `rg --pre '` + touch + `' x`,
-		`go test -exec '` + touch + `' ./...`, `go vet -vettool='` + touch + `' ./...`,
+		`go test -exec '` + touch + `' ./...`, `go vet -vettool='` + touch + `' ./...`, `nohup -- ` + touch, `tar cIf '` + touch + `' /dev/null .`,
+		`timeout -- 5 ` + touch, `unshare -fp ` + touch, `script /dev/null -qc '` + touch + `'`, `su -l -c '` + touch + `' root`,
+		`git -c Core.FSMonitor='` + touch + `' status`, `chroot / /usr/bin/touch ` + p, `watch 'touch ` + p + `; true'`,
 		`npm test --script-shell='` + touch + `'`, `npx -c '` + touch + `'`,
 	} {
 		cases = append(cases, classCase{line, ModeBypass, denyTouch, Deny})
@@ -394,7 +417,7 @@ func TestClassWrappers(t *testing.T) {
 		// Ordinary wrapped commands still run where their rules allow them.
 		`timeout 5 ls`, `nice -n 5 ls -la`, `flock /tmp/l ls`, `taskset -c 0 ls`, `chrt -o 0 ls`, `prlimit --nofile=64 ls`,
 		`stdbuf -oL ls`, `ionice -c3 ls`, `strace -o /dev/null ls`, `watch -x ls`, `watch -n 1 ls`, `script -qc 'ls' /dev/null`,
-		`find . -exec grep -l x {} +`, `xargs -a list ls`, `timeout 5 nice ls`, `nohup ls`, `entr ls < list`,
+		`find . -exec grep -l x {} +`, `xargs -a list echo`, `timeout 5 nice ls`, `nohup ls`, `entr ls < list`,
 	} {
 		cases = append(cases, classCase{line, ModeDefault, ls, Allow})
 	}
@@ -469,6 +492,7 @@ func TestClassPrefixRuleBoundary(t *testing.T) {
 		`go test -blockprofile=` + o + `/b ./...`, `go test -mutexprofile=../m ./...`, `go test ./... -test.coverprofile=` + o + `/c`,
 		`go test -ldflags=-extld=/tmp/x ./...`, `go test -ldflags '-linkmode=external -extld=/tmp/x' ./...`, `go test -C ` + o + ` ./...`,
 		`go test -modfile=` + o + `/go.mod ./...`, `go test -overlay=` + o + `/o.json ./...`, `go test ` + o + `/pkg`,
+		`go test ./... -args -test.coverprofile=` + o + `/c`, `go test -args ` + o + `/in`,
 		`git diff --output=` + o + `/F`, `git diff --output ` + o + `/F`, `git diff --outp=` + o + `/F`, `git diff --no-index ` + o + `/f a.txt`,
 		`git diff --no-index -- /etc/passwd /dev/null`, `git diff /etc/passwd /dev/null`, `git diff --ext-diff`, `git diff -O/etc/orderfile`,
 		`git diff ../outside.txt a.txt`, `git diff --no-ind ~/.ssh/id_rsa a.txt`, `git diff HEAD:../../x`, `X=--output=/tmp/x; git diff "$X"`, `X='-exec /tmp/x'; go test $X ./...`,
@@ -486,6 +510,10 @@ func TestClassPrefixRuleBoundary(t *testing.T) {
 	} {
 		cases = append(cases, classCase{line, ModeDefault, allowed, Ask})
 	}
+	for _, line := range []string{`jq --rawfile x /etc/passwd -n '$x'`, `jq . /etc/passwd`, `jq --slurpfile s ../x -n '$s'`} {
+		cases = append(cases, classCase{line, ModeDefault, rs{allow: []string{"Bash(jq:*)"}}, Ask})
+	}
+	cases = append(cases, classCase{`jq --arg name /etc/x -n '$name'`, ModeDefault, rs{allow: []string{"Bash(jq:*)"}}, Allow})
 	for _, line := range []string{
 		`go test ./...`, `go test -run TestX -v ./...`, `go test -coverprofile=c.out ./...`, `go test -race -count=1 ./src/...`,
 		`go test -o bin/t.test -c ./src`, `go test -json ./...`, `go test -bench . -benchmem ./...`, `go test ./... -args -v`,
@@ -533,11 +561,15 @@ func TestClassRepositoryConfig(t *testing.T) {
 		`echo x >> .zshrc`, `echo x > .gitmodules`, `echo x > .git`, `cd .git && echo x >> config`, `cd .git/hooks; echo x > pre-push`,
 		`tee -a .git/config <<< x`, `sed -i '$a x' .git/config`, `cp a.txt .git/hooks/pre-commit`, `git config core.fsmonitor 'touch ` + p + `'`,
 		`git config --local core.pager less`, `ln -s /tmp/x .git/hooks/pre-commit`, `mv a.txt .envrc`, `touch .git/hooks/pre-commit`,
-		`chmod +x .git/hooks/pre-commit`, `git config -f .git/config core.editor x`,
+		`chmod +x .git/hooks/pre-commit`, `git config -f .git/config core.editor x`, `echo x > .GIT/config`,
+		`echo x > .pre-commit-config.yaml`, `echo x >> sub/.git/config`,
 	} {
 		cases = append(cases, classCase{line, ModeAcceptEdits, tools, Ask}, classCase{line, ModePlan, tools, Deny})
 	}
 	cases = append(cases,
+		classCase{`git remote add evil /tmp/r`, ModeAcceptEdits, rs{allow: []string{"Bash(git:*)"}}, Ask},
+		classCase{`git branch --set-upstream-to=origin/x`, ModeAcceptEdits, rs{allow: []string{"Bash(git:*)"}}, Ask},
+		classCase{`git remote -v`, ModeAcceptEdits, rs{allow: []string{"Bash(git:*)"}}, Allow},
 		classCase{`echo x > notes.txt`, ModeAcceptEdits, tools, Allow},
 		classCase{`echo x > gitconfig.txt`, ModeAcceptEdits, tools, Allow},
 		classCase{`echo x > .gitignore`, ModeAcceptEdits, tools, Allow},

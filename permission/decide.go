@@ -45,6 +45,7 @@ type decider struct {
 	// a command line names many files in few directories. It lives for
 	// one decision only, so a symbolic link changed later is seen.
 	realDirs map[string]string
+	realInfo map[string]os.FileInfo
 }
 
 // resolve is resolve(abs) for an absolute, clean path, resolving each
@@ -55,6 +56,11 @@ func (d *decider) resolve(abs string) string {
 	}
 	if d.realDirs == nil {
 		d.realDirs = make(map[string]string, 16)
+		realCwd, _ := d.workspace() // cached by the checker
+		d.realDirs[d.cwd] = realCwd
+		if r, ok := d.realDirs[abs]; ok {
+			return r
+		}
 	}
 	r := d.resolveUncached(abs)
 	d.realDirs[abs] = r
@@ -73,10 +79,30 @@ func (d *decider) resolveUncached(abs string) string {
 		d.realDirs[dir] = rd
 	}
 	real := filepath.Join(rd, base)
-	if fi, err := os.Lstat(real); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+	fi, err := os.Lstat(real)
+	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return resolve(real)
 	}
+	if err == nil {
+		if d.realInfo == nil {
+			d.realInfo = make(map[string]os.FileInfo, 16)
+		}
+		d.realInfo[real] = fi
+	}
 	return real
+}
+
+// lstat is os.Lstat of a path this decision resolved (nil when it does
+// not exist), without a second system call.
+func (d *decider) lstat(real string) os.FileInfo {
+	if fi, ok := d.realInfo[real]; ok {
+		return fi
+	}
+	fi, err := os.Lstat(real)
+	if err != nil {
+		return nil
+	}
+	return fi
 }
 
 func (d *decider) deny() []*rule  { return d.rules[2] }

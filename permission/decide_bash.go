@@ -313,8 +313,12 @@ func (d *decider) bashCommand(cmd *analysis.Command, ld *lineDirs) verdict {
 	}
 	if cmd.Code || len(cmd.Hidden) > 0 {
 		// What it runs is not on the line: a deny or ask rule about
-		// commands cannot be checked against it.
-		if r := d.bashDenyOrAsk(); r != nil {
+		// commands (or, for code, about files) cannot be checked against it.
+		r := d.bashDenyOrAsk()
+		if r == nil && cmd.Code {
+			r = d.anyPathRule(toolRead, toolWrite)
+		}
+		if r != nil {
 			why := "it runs code that can run any program"
 			if !cmd.Code {
 				why = cmd.Hidden[0]
@@ -399,12 +403,31 @@ func (d *decider) commandPaths(cmd *analysis.Command, ld *lineDirs) verdict {
 	for _, pa := range cmd.Paths {
 		write := pa.Access == analysis.AccessWrite || pa.Access == analysis.AccessUnknown
 		read := pa.Access != analysis.AccessWrite
+		if pa.Dynamic {
+			// Known only at run time: it may be any file a rule covers.
+			var r *rule
+			if read && readRules {
+				r = d.anyPathRule(toolRead)
+			}
+			if r == nil && write && writeRules {
+				r = d.anyPathRule(toolWrite)
+			}
+			if r != nil && out.behavior != Ask {
+				out = verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q uses a path known only at run time (%s), which permission rule %s from %s may cover", cmd.Text, pa.Text, r.Text, r.Source)}
+			}
+			continue
+		}
 		if !(read && readRules || write && writeRules || write && protectedFile(pa.Path) != "" || write && d.mode != ModeBypass) {
 			continue
 		}
 		for _, abs := range d.places(pa.Path, ld) {
 			real := d.resolve(abs)
 			v := d.pathArg(cmd, pa, abs, real, read && readRules, write && writeRules)
+			if pa.Recursive && v.behavior != Deny {
+				if rv, ok := d.treeRule(cmd, pa, real, read && readRules, write && writeRules); ok && rv.behavior.strength() > v.behavior.strength() {
+					v = rv
+				}
+			}
 			if write {
 				if pv, ok := d.protectedWrite(abs, real, fmt.Sprintf("%q (%s %s)", cmd.Text, pa.Access, abs)); ok && pv.behavior.strength() > v.behavior.strength() {
 					v = pv
@@ -470,10 +493,42 @@ func (d *decider) pathArg(cmd *analysis.Command, pa analysis.PathArg, abs, real 
 	return out
 }
 
+// treeRule decides a directory a program works through whole (grep -r,
+// rm -r, tar, find): it asks when a deny or ask rule covers files below
+// it, which the program will read or change with the rest.
+func (d *decider) treeRule(cmd *analysis.Command, pa analysis.PathArg, real string, read, write bool) (verdict, bool) {
+	fi := d.lstat(real)
+	if fi == nil || !fi.IsDir() {
+		return verdict{}, false
+	}
+	realCwd, _ := d.workspace()
+	var tools []string
+	if read {
+		tools = append(tools, toolRead)
+	}
+	if write {
+		tools = append(tools, toolWrite)
+	}
+	for _, rs := range [][]*rule{d.deny(), d.ask()} {
+		for _, t := range tools {
+			if r := d.firstRule(rs, t, func(r *rule) bool { return r.kind == kindPath && r.path.under(real, realCwd) }); r != nil {
+				return verdict{behavior: Ask, rule: r, reason: fmt.Sprintf("%q works through %s, which holds files permission rule %s from %s covers", cmd.Text, real, r.Text, r.Source)}, true
+			}
+		}
+	}
+	return verdict{}, false
+}
+
 // outsidePath describes the first file a command's arguments name outside
 // the workspace, or "".
 func (d *decider) outsidePath(cmd *analysis.Command, ld *lineDirs) string {
 	for _, pa := range cmd.Paths {
+		if pa.Dynamic {
+			if pa.Untrusted {
+				return fmt.Sprintf("it uses a path the line chooses at run time (%s), which may be outside the workspace", pa.Text)
+			}
+			continue
+		}
 		if ld.unknown && !filepath.IsAbs(pa.Path) {
 			return fmt.Sprintf("%s is relative to a directory known only at run time", pa.Text)
 		}

@@ -54,37 +54,51 @@
 //
 // # Command lines
 //
-// A bash call is parsed with mvdan.cc/sh, never run or expanded. Every
-// simple command it would run must be allowed for the line to run: the
-// commands of pipelines, lists, subshells, command and process
-// substitutions, function bodies, here-documents with expansions, and the
-// strings given to bash -c, sh -c, eval, trap, and the commands of find
-// -exec and xargs. Wrappers (sudo, env, nohup, time, timeout, nice, stdbuf,
-// setsid, ionice, command, builtin, busybox, exec, xargs) are unwrapped so the inner
-// command is matched; a deny or ask rule is matched against every layer,
-// while an allow rule must match the inner command, or the sudo command
-// itself when privileges change (allowing rm does not allow sudo rm). Deny
-// and ask rules also see git without its global options (git -C x push)
-// and path-qualified names (/bin/rm), while allow rules match the words as
-// written. Words are matched after quote removal: "r"'m' and \rm are rm.
+// A bash call is decided on what package bash/analysis reads in it, never
+// run or expanded. Every simple command it would run must be allowed for
+// the line to run: the commands of pipelines, lists, subshells, command
+// and process substitutions, function bodies, here-documents with
+// expansions, the strings given to bash -c, eval, trap, su -c, watch and
+// the like, and the commands programs run from their options (find -exec,
+// xargs, ssh -o ProxyCommand, git -c core.pager, tar --to-command, go test
+// -exec, …). Wrappers (sudo, env, timeout, nice, flock, setpriv, unshare,
+// strace, …: one table) are unwrapped so the inner command is matched; a
+// deny or ask rule is matched against every layer, while an allow rule
+// must match the inner command, or the wrapper itself when privileges
+// change (allowing rm does not allow sudo rm). The arguments of a program
+// the analysis does not know may name a program it runs: a deny or ask
+// rule matching them makes the line ask. Words are matched after quote
+// removal: "r"'m' and \rm are rm.
 //
 // A word whose value is only known at run time (a parameter or command
-// substitution, an unquoted glob or brace expansion) cannot satisfy an
-// allow rule; when it might complete a deny rule, the line asks. Lines the
-// analysis cannot vouch for ask: parse errors, command names computed at
-// run time, eval of a non-literal, assignments of variables that decide
-// what runs (PATH, LD_PRELOAD, BASH_ENV, GIT_*, …), and arithmetic on
-// variables (bash evaluates their values as code). A deny matching any
-// simple command denies the whole line.
+// substitution, a glob or brace expansion) cannot satisfy an allow rule;
+// when it might complete a deny rule, the line asks. Lines the analysis
+// cannot vouch for ask: parse errors, command names computed at run time,
+// eval of a non-literal, ${x@P}, assignments of variables that decide what
+// runs (PATH, LD_PRELOAD, BASH_ENV, GIT_*, …), and arithmetic on variables
+// (bash evaluates their values as code). A deny matching any simple
+// command denies the whole line.
 //
-// Output redirections to files (>, >>, &>, >|, <>, and time -o) are file
-// writes: they follow Edit and Write rules and the mode (asking in default
-// mode, running in acceptEdits only inside the workspace, refused in plan
-// mode). /dev/null, the standard streams and fd duplications (>&2) are not
-// writes. After a cd, a relative target's location is unknown, so it asks.
-// Input redirections obey Read deny and ask rules. Neutral builtins (cd,
-// echo, printf, pwd, true, test, …) run without a rule but obey deny and ask
-// rules.
+// A prefix rule (Bash(git diff:*)) allows its command with ordinary
+// arguments in the workspace: options that run other programs or load
+// code, files outside the workspace, running outside it, and run-time
+// words where options stand still ask (see beyondRule).
+//
+// Redirections are file accesses decided like the read and write tools:
+// writes (>, >>, &>, >|, <>, time -o) follow Edit and Write rules and the
+// mode, reads (<, $(< f)) Read rules and the workspace; /dev/tcp and
+// /dev/udp ask. The files a known program's arguments read and write
+// (cp's destination, sed -i, sort -o, git diff --output, …) obey deny
+// rules in every mode. cd, pushd and env -C are followed to every
+// directory the line may then be in; after a cd to somewhere known only at
+// run time, a relative path may be anywhere. Writes to files that make
+// programs run code on their own (.git/, .envrc, .npmrc, shell startup
+// files, agent settings: see protected.go) ask in every mode but
+// bypassPermissions. Neutral builtins (cd, echo, printf, pwd, true, test,
+// …) run without a rule but obey deny and ask rules.
+//
+// What this guarantees and what it leaves to the sandbox is in
+// docs/shell-analysis.md.
 //
 // # Workspace
 //
@@ -93,7 +107,10 @@
 // dangling links to their targets) before the check, so a link inside the
 // project does not lend the project's permissions to what it points at.
 // Deny and ask rules match both the path as given and the resolved one;
-// allow rules only the resolved one.
+// allow rules only the resolved one. A file with several names (hard
+// links) is denied when another of its names is (identity.go), and the
+// file tools confirm, once they have opened a file, that it is the one
+// decided on ([Checker.ConfirmFile]).
 //
 // # Installation and records
 //

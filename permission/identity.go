@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	iofs "io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -36,8 +35,7 @@ const maxIdentityWalk = 50000
 // "". Only regular files with more than one link are checked.
 func (d *decider) linkedToDenied(toolName, real string, fi iofs.FileInfo) string {
 	if fi == nil {
-		var err error
-		if fi, err = os.Lstat(real); err != nil {
+		if fi = d.lstat(real); fi == nil {
 			return ""
 		}
 	}

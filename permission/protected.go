@@ -27,17 +27,22 @@ var (
 		".mkshrc": true, ".cshrc": true, ".tcshrc": true, ".inputrc": true, ".gitconfig": true, ".gitmodules": true,
 		".mcp.json": true, ".hgrc": true, ".direnvrc": true, ".pythonrc": true, ".pythonstartup": true, ".lesskey": true,
 		".exrc": true, ".vimrc": true, ".nvimrc": true,
+		// Hook managers run the commands their configuration names on
+		// git commit and the like.
+		".pre-commit-config.yaml": true, "lefthook.yml": true, ".lefthook.yml": true, "lefthook.yaml": true, ".overcommit.yml": true,
 	}
 )
 
 // protectedFile reports which part of p (absolute, clean) makes it a file
 // that configures code to run, or "".
+// Names are compared without case: on a case-insensitive file system
+// (macOS, Windows) .GIT/config is .git/config.
 func protectedFile(p string) string {
-	if protectedNames[filepath.Base(p)] {
-		return filepath.Base(p)
+	if base := filepath.Base(p); protectedNames[strings.ToLower(base)] {
+		return base
 	}
 	for part := range strings.SplitSeq(filepath.ToSlash(p), "/") {
-		if protectedDirs[part] {
+		if protectedDirs[strings.ToLower(part)] {
 			return part + "/"
 		}
 	}

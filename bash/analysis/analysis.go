@@ -21,14 +21,20 @@ type Word struct {
 	// Splits: an unquoted expansion (or "$@") may make the word several
 	// words, or none, at run time: $x may be "-v name".
 	Splits bool
-	// MayBeOption: no literal text precedes the word's first part known
-	// only at run time, so it may turn out to be an option ("$a" may be
-	// -v).
+	// MayBeOption: the word's value may be chosen by the line at run time
+	// (a variable the line sets to such a value or reads from input, a
+	// positional parameter it sets, a command's output, a glob), with no
+	// literal text before it: it may turn out to be an option ("$a" may be
+	// -v), or a path anywhere. A variable the line never sets comes from
+	// dsh's environment and is not counted.
 	MayBeOption bool
 	// Tilde: the word starts with an unquoted ~ that bash expands. Home:
 	// to the home directory (~ or ~/…), not to a directory it looks up
 	// at run time (~user, ~+, ~-).
 	Tilde, Home bool
+	// under: the word is a path somewhere below this directory (find's {}
+	// for a start point), though which one is only known at run time.
+	under string
 }
 
 // View is one way of reading a simple command: as written, or with a
@@ -149,8 +155,10 @@ type analyzer struct {
 	// inLoop: the command being read is in a loop or function body, or
 	// in a string run by one (bash -c inside a loop).
 	inLoop, outerLoop bool
-	// taint are the variables whose values may be options.
-	taint taint
+	// taint are the variables whose values may be options, once the
+	// scripts in untainted are looked at.
+	taint     taint
+	untainted []*syntax.File
 }
 
 // Analyze reads a bash command line without running or expanding
@@ -184,7 +192,9 @@ func (an *analyzer) script(src string, depth int) {
 		an.problem("the command line does not parse (%v)", err)
 		return
 	}
-	an.collectTaint(f)
+	// Which variables may hold options is worked out when a word first
+	// needs it: most lines expand no variable at all.
+	an.untainted = append(an.untainted, f)
 	savedLoops, savedOuter := an.loops, an.outerLoop
 	an.loops, an.outerLoop = nil, an.outerLoop || an.inLoop
 	defer func() { an.loops, an.outerLoop = savedLoops, savedOuter }()

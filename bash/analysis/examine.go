@@ -351,6 +351,8 @@ func examineFind(an *analyzer, c *Command, x *invocation) {
 	if len(starts) == 0 {
 		starts = []Word{litWord(".")}
 	}
+	from := len(c.Paths)
+	defer recursive(c, from) // find walks the whole tree below its start points
 	access := AccessRead
 	for j := i; j < len(args); j++ {
 		switch args[j].Value {
@@ -373,6 +375,13 @@ func examineFind(an *analyzer, c *Command, x *invocation) {
 			for _, w := range args[j+1 : k] {
 				if strings.Contains(w.Value, "{}") {
 					w.Dynamic = true
+					if w.Value == "{}" && len(starts) == 1 && !starts[0].Dynamic {
+						// A file find found: somewhere below its start point.
+						w.under = starts[0].Value
+						if p, ok := an.pathWord(starts[0]); ok {
+							w.under = p
+						}
+					}
 				}
 				inner = append(inner, w)
 			}
@@ -403,10 +412,14 @@ func prepareTar(args []Word) []Word {
 		}
 	}
 	out := make([]Word, 0, len(first)+len(args))
+	rest := args[1:]
 	for _, ch := range first {
 		out = append(out, litWord("-"+string(ch)))
+		if strings.ContainsRune(tarValued, ch) && len(rest) > 0 {
+			out, rest = append(out, rest[0]), rest[1:] // values follow the letters, in order
+		}
 	}
-	return append(out, args[1:]...)
+	return append(out, rest...)
 }
 
 // examineTar: the archive (-f) is written when tar creates or appends,
@@ -429,6 +442,11 @@ func examineTar(an *analyzer, c *Command, x *invocation) {
 			an.pathArg(c, f, AccessRead)
 		}
 	}
+	if create {
+		from := len(c.Paths)
+		an.pathArgs(c, x.operands, AccessRead) // the files archived, whole trees
+		recursive(c, from)
+	}
 	if x.has("-x") || x.given("--extract", "--get") {
 		dirs := x.values("-C", "--directory")
 		if len(dirs) == 0 {
@@ -446,9 +464,12 @@ func examineTar(an *analyzer, c *Command, x *invocation) {
 	}
 }
 
-// examineZip: zip -TT (--unzip-command) runs a command to test the
-// archive.
+// examineZip: zip's first operand is the archive it writes; -TT
+// (--unzip-command) runs a command to test it.
 func examineZip(an *analyzer, c *Command, x *invocation) {
+	if len(x.operands) > 0 {
+		an.pathArg(c, x.operands[0], AccessWrite)
+	}
 	for i, a := range x.args {
 		switch {
 		case a.Value == "-TT" && i+1 < len(x.args):
@@ -616,4 +637,21 @@ func examineCargo(an *analyzer, c *Command, x *invocation) {
 			an.pathArg(c, o.value, AccessDir)
 		}
 	}
+}
+
+// prepareJq drops the name jq's two-word options take first (--arg NAME
+// VALUE, --slurpfile NAME FILE), so the grammar sees one value each: the
+// text, or the file read.
+func prepareJq(args []Word) []Word {
+	out := make([]Word, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		out = append(out, args[i])
+		switch args[i].Value {
+		case "--arg", "--argjson", "--slurpfile", "--rawfile":
+			i++ // the name
+		case "--args", "--jsonargs":
+			return append(out, args[i+1:]...) // positional values, not files
+		}
+	}
+	return out
 }

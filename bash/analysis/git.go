@@ -146,6 +146,13 @@ func gitCommandKey(key string) bool {
 	return strings.HasPrefix(key, "pager.") || strings.HasPrefix(key, "alias.")
 }
 
+// gitTreeWriters are the subcommands that rewrite files of the working
+// tree.
+var gitTreeWriters = map[string]bool{
+	"checkout": true, "restore": true, "rm": true, "mv": true, "switch": true, "clean": true, "reset": true, "stash": true,
+	"merge": true, "pull": true, "rebase": true, "cherry-pick": true, "revert": true, "am": true, "apply": true,
+}
+
 // gitReadSubs are the subcommands whose operands are files they read
 // (or revisions, which name no file).
 var gitReadSubs = map[string]bool{
@@ -264,6 +271,13 @@ func examineGit(an *analyzer, c *Command, x *invocation) {
 				break
 			}
 		}
+		if len(p.operands) > 0 {
+			switch p.operands[0].Value {
+			case "add", "init", "set-url", "set-branch", "sync", "deinit":
+				an.pathArg(c, litWord(".git/config"), AccessWrite) // and .gitmodules
+				an.pathArg(c, litWord(".gitmodules"), AccessWrite)
+			}
+		}
 	case "difftool", "mergetool":
 		c.Hidden = append(c.Hidden, sub+" runs a configured or chosen tool")
 		runs("-x", "--extcmd")
@@ -306,6 +320,24 @@ func examineGit(an *analyzer, c *Command, x *invocation) {
 		}
 	case "config":
 		examineGitConfig(an, c, &p, x.depth)
+	case "remote", "branch":
+		// Commands that change the repository's configuration.
+		writes := false
+		if len(p.operands) > 0 {
+			switch op := p.operands[0].Value; sub {
+			case "remote":
+				writes = op != "show" && op != "get-url"
+			case "submodule":
+				writes = op == "add" || op == "init" || op == "set-url" || op == "set-branch" || op == "sync" || op == "deinit"
+			}
+		}
+		if sub == "branch" {
+			writes = p.has("-u") || p.given("--set-upstream-to", "--unset-upstream", "--edit-description", "--track")
+		}
+		if writes {
+			an.pathArg(c, litWord(".git/config"), AccessWrite)
+		}
+
 	case "commit", "tag", "notes", "merge":
 		for _, f := range p.values("-F", "--file", "-t", "--template") {
 			an.pathArg(c, f, AccessRead)
@@ -316,6 +348,20 @@ func examineGit(an *analyzer, c *Command, x *invocation) {
 		}
 	case "hook", "instaweb":
 		c.Hidden = append(c.Hidden, "git "+sub+" runs configured programs")
+	}
+	if gitTreeWriters[sub] {
+		// They rewrite files of the working tree: the paths named, or
+		// any of them.
+		from := len(c.Paths)
+		switch {
+		case sub == "reset" && !p.given("--hard", "--merge", "--keep"), sub == "stash" && len(p.operands) > 0 &&
+			(p.operands[0].Value == "list" || p.operands[0].Value == "show"):
+		case (sub == "checkout" || sub == "restore" || sub == "rm" || sub == "mv") && len(p.operands) > 0:
+			an.pathArgs(c, p.operands, AccessWrite)
+		default:
+			an.pathArg(c, litWord("."), AccessWrite)
+		}
+		recursive(c, from)
 	}
 	if gitReadSubs[sub] {
 		for _, o := range p.operands {

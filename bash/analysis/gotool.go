@@ -31,14 +31,26 @@ func examineGo(an *analyzer, c *Command, x *invocation) {
 	sub := x.args[0].Value
 	g := grammar{style: goStyle, long: goValued, permute: sub == "test"}
 	args := x.args[1:]
+	var binary []Word // go test: what follows -args, for the test binary
 	if sub == "test" {
-		// go test passes what follows -args to the test binary as is.
 		for i, a := range args {
 			if a.Value == "-args" || a.Value == "--args" {
-				args = args[:i]
+				args, binary = args[:i], args[i+1:]
 				break
 			}
 		}
+	}
+	if len(binary) > 0 {
+		// The test binary reads its own -test.* flags (a profile it
+		// writes) and whatever the test makes of the rest.
+		bg := grammar{style: goStyle, long: goValued, permute: true}
+		bp := bg.read(binary)
+		for _, o := range bp.opts {
+			if o.has && contains(goWrites, o.name) {
+				an.pathArg(c, o.value, AccessWrite)
+			}
+		}
+		an.argPaths(c, bp.operands)
 	}
 	if sub == "-C" && len(x.args) > 1 { // go -C dir build …
 		an.pathArg(c, x.args[1], AccessDir)

@@ -43,6 +43,14 @@ type PathArg struct {
 	Access Access
 	// Text is the argument as written.
 	Text string
+	// Dynamic: the path is only known at run time (Path is not it: a
+	// glob, a variable, a command's output, or words xargs appends).
+	// Untrusted: the line may choose it (see [Word.MayBeOption]), so it
+	// may be anywhere.
+	Dynamic, Untrusted bool
+	// Recursive: the program works through the whole tree below it (grep
+	// -r, rm -r, tar, cp -r, find), files a rule names included.
+	Recursive bool
 }
 
 // operands says what a program does with its operands.
@@ -88,6 +96,11 @@ type program struct {
 	operands operands
 	scripted bool
 	script   []string
+	// recurse are the options that make it work through the whole tree
+	// below its directory operands (grep -r, rm -r, cp -a); recurses:
+	// it always does (rg).
+	recurse  []string
+	recurses bool
 	// safe: none of its options runs a program or writes a file, so an
 	// argument known only at run time (which may turn out to be an
 	// option) cannot make it do more than its words show.
@@ -133,6 +146,7 @@ func init() {
 		reads:    []string{"-f", "--file", "--exclude-from"},
 		text:     []string{"-e", "--regexp", "--include", "--exclude", "--exclude-dir", "--label", "--group-separator"},
 		operands: opsRead, scripted: true, script: []string{"-e", "--regexp", "-f", "--file"}, safe: true,
+		recurse: []string{"-r", "-R", "--recursive", "--dereference-recursive"},
 	})
 	def("rg", &program{
 		grammar: gnu("efgtTmABCjMErd", "--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--type-add", "--type-clear", "--max-count",
@@ -142,8 +156,9 @@ func init() {
 		reads:    []string{"-f", "--file", "--ignore-file"},
 		argv:     []string{"--pre", "--hostname-bin"},
 		text:     []string{"-e", "--regexp", "-g", "--glob", "--iglob", "-t", "--type", "-T", "--type-not", "--type-add", "-r", "--replace", "--pre-glob", "--colors", "--context-separator"},
-		operands: opsRead, scripted: true, script: []string{"-e", "--regexp", "-f", "--file"},
+		operands: opsRead, scripted: true, script: []string{"-e", "--regexp", "-f", "--file"}, recurses: true,
 	})
+	def("ag", &program{operands: opsRead, scripted: true, recurses: true})
 	def("sort", &program{
 		grammar:  gnu("kotST", "--key", "--output", "--field-separator", "--temporary-directory", "--buffer-size", "--parallel", "--batch-size", "--compress-program", "--files0-from", "--random-source", "--sort"),
 		writes:   []string{"-o", "--output", "-T", "--temporary-directory"},
@@ -158,15 +173,16 @@ func init() {
 	def("touch rm rmdir mkdir unlink shred truncate mkfifo mknod", &program{
 		grammar: gnu("rdtmsnZ", "--reference", "--date", "--mode", "--size", "--iterations", "--context", "--interactive", "--preserve-root", "--random-source"),
 		reads:   []string{"-r", "--reference", "--random-source"}, text: []string{"-d", "--date", "-t", "-m", "--mode", "-s", "--size"},
-		operands: opsWrite, safe: true,
+		operands: opsWrite, safe: true, recurse: []string{"-r", "-R", "--recursive"},
 	})
-	def("chmod chown chgrp chattr setfacl", &program{grammar: gnu("", "--reference", "--from"), reads: []string{"--reference"}, operands: opsWrite, safe: true})
+	def("chmod chown chgrp chattr setfacl", &program{grammar: gnu("", "--reference", "--from"), reads: []string{"--reference"}, operands: opsWrite, safe: true,
+		recurse: []string{"-R", "--recursive"}})
 	def("cp install", &program{
 		grammar:  gnu("StmogCTZ", "--suffix", "--target-directory", "--backup", "--reflink", "--sparse", "--preserve", "--no-preserve", "--mode", "--owner", "--group", "--strip-program", "--context"),
 		writes:   []string{"-t", "--target-directory"},
 		argv:     []string{"--strip-program"},
 		text:     []string{"-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix"},
-		operands: opsLastWrite, examine: examineTarget,
+		operands: opsLastWrite, examine: examineTarget, recurse: []string{"-r", "-R", "-a", "--recursive", "--archive"},
 	})
 	def("ln link", &program{
 		grammar: gnu("St", "--suffix", "--target-directory", "--backup"), writes: []string{"-t", "--target-directory"}, text: []string{"-S", "--suffix"},
@@ -191,8 +207,9 @@ func init() {
 		hidden:   map[string]string{"-l": "loads a compiled extension", "--load": "loads a compiled extension"},
 		operands: opsRead, scripted: true, script: []string{"-f", "--file", "-E", "--exec", "-e", "--source"}, examine: examineAwk,
 	})
-	def("jq gojq yq", &program{
-		grammar: gnu("fL", "--from-file", "--arg", "--argjson", "--slurpfile", "--rawfile", "--indent", "--tab"), reads: []string{"-f", "--from-file"}, dirs: []string{"-L"},
+	def("jq gojq yq", &program{prepare: prepareJq,
+		grammar: gnu("fL", "--from-file", "--indent", "--tab", "--slurpfile", "--rawfile", "--arg", "--argjson"), reads: []string{"-f", "--from-file", "--slurpfile", "--rawfile"}, dirs: []string{"-L"},
+		text:     []string{"--arg", "--argjson"},
 		operands: opsRead, scripted: true, script: []string{"-f", "--from-file"}, safe: true,
 	})
 	def("find", &program{operands: opsNone, examine: examineFind})
@@ -209,7 +226,8 @@ func init() {
 		text:     []string{"-V", "--label", "-H", "--format", "--exclude", "--transform", "--xform", "--owner", "--group", "--mode", "--mtime", "-N", "--newer", "--after-date"},
 		operands: opsRead, examine: examineTar,
 	})
-	def("zip", &program{grammar: gnu("bntTOx", "--temp-path", "--unzip-command", "--out"), argv: []string{"-TT", "--unzip-command"}, writes: []string{"-O", "--out", "-b", "--temp-path"}, operands: opsLastWrite, examine: examineZip})
+	def("zip", &program{grammar: gnu("bntTOx", "--temp-path", "--unzip-command", "--out"), argv: []string{"-TT", "--unzip-command"}, writes: []string{"-O", "--out", "-b", "--temp-path"},
+		operands: opsRead, examine: examineZip, recurse: []string{"-r", "--recurse-paths"}})
 	def("curl", &program{
 		grammar: gnu("oKTdFDcbeuxHAXrwYyzECmQ", "--output", "--output-dir", "--config", "--upload-file", "--data", "--data-binary", "--data-raw", "--data-urlencode", "--data-ascii",
 			"--form", "--form-string", "--dump-header", "--cookie-jar", "--cookie", "--trace", "--trace-ascii", "--stderr", "--libcurl", "--netrc-file", "--header", "--user", "--proxy",
@@ -251,7 +269,7 @@ func init() {
 		reads:    []string{"--read-batch", "--files-from", "--exclude-from", "--include-from", "--password-file", "--compare-dest", "--copy-dest", "--link-dest"},
 		argv:     []string{"-e", "--rsh"},
 		text:     []string{"--rsync-path", "--exclude", "--include", "--filter", "-f", "--chmod", "--chown", "--out-format", "--log-file-format", "--remote-option", "-M", "--suffix"},
-		operands: opsLastWrite,
+		operands: opsLastWrite, recurse: []string{"-r", "-a", "--recursive", "--archive"},
 	})
 	def("python python2 python3 pypy pypy3", &program{grammar: grammar{stop: true, valued: "cmWXQ"}, code: []string{"-c"}, text: []string{"-m", "-W", "-X", "-Q"}, operands: opsUnknown})
 	def("node nodejs bun deno", &program{
@@ -298,12 +316,19 @@ func (an *analyzer) examine(c *Command, v View, depth int) {
 		} else if !neutralCommands[name] {
 			an.argPaths(c, args)
 		}
+		if v.Open && !neutralCommands[name] {
+			c.Paths = append(c.Paths, PathArg{Access: AccessUnknown, Text: "(the words xargs appends)", Dynamic: true, Untrusted: true})
+		}
 		return
 	}
 	if prog.prepare != nil {
 		args = prog.prepare(args)
 	}
 	p := prog.read(args)
+	if v.Open && prog.operands != opsNone {
+		// xargs appends words the line does not show.
+		c.Paths = append(c.Paths, PathArg{Access: AccessUnknown, Text: "(the words xargs appends)", Dynamic: true, Untrusted: true})
+	}
 	prog.record(an, c, &invocation{name: name, args: args, parsedArgs: p, depth: depth})
 }
 
@@ -364,10 +389,26 @@ func (prog *program) record(an *analyzer, c *Command, x *invocation) {
 	if scripted && len(ops) > 0 {
 		ops = ops[1:]
 	}
+	from := len(c.Paths)
+	defer func() {
+		if prog.recurses || len(prog.recurse) > 0 && (p.has(prog.recurse...) || p.given(prog.recurse...)) {
+			if len(c.Paths) == from && prog.operands == opsRead {
+				an.pathArg(c, litWord("."), AccessRead) // grep -r x, rg x: the current directory
+			}
+			recursive(c, from)
+		}
+	}()
 	switch prog.operands {
 	case opsRead:
 		an.pathArgs(c, ops, AccessRead)
-	case opsWrite, opsMove:
+	case opsWrite:
+		an.pathArgs(c, ops, AccessWrite)
+	case opsMove:
+		// A file moved away is read (its content goes on under the new
+		// name) and removed.
+		if len(ops) > 0 {
+			an.pathArgs(c, ops[:len(ops)-1], AccessRead)
+		}
 		an.pathArgs(c, ops, AccessWrite)
 	case opsUnknown:
 		an.pathArgs(c, ops, AccessUnknown)
@@ -411,14 +452,32 @@ func (an *analyzer) pathArgs(c *Command, ws []Word, a Access) {
 }
 
 func (an *analyzer) pathArg(c *Command, w Word, a Access) {
-	if w.Dynamic || w.Value == "" || w.Value == "-" || strings.Contains(w.Value, "://") {
+	if w.Value == "-" && !w.Dynamic || strings.Contains(w.Value, "://") {
+		return
+	}
+	if w.under != "" {
+		c.Paths = append(c.Paths, PathArg{Path: w.under, Access: a, Text: w.Value, Recursive: true})
 		return
 	}
 	p, ok := an.pathWord(w)
 	if !ok {
+		if w.Dynamic || w.Tilde {
+			c.Paths = append(c.Paths, PathArg{Access: a, Text: w.Value, Dynamic: true, Untrusted: w.MayBeOption || w.Tilde})
+		}
+		return
+	}
+	if p == "" {
 		return
 	}
 	c.Paths = append(c.Paths, PathArg{Path: p, Access: a, Text: w.Value})
+}
+
+// recursive marks the paths of c recorded since index from as worked
+// through whole (grep -r, rm -r, …).
+func recursive(c *Command, from int) {
+	for i := from; i < len(c.Paths); i++ {
+		c.Paths[i].Recursive = true
+	}
 }
 
 // looksLikePath reports whether an option value that the grammar does not

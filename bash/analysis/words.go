@@ -43,7 +43,12 @@ func (an *analyzer) word(w *syntax.Word) Word {
 			}
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
+			for j, q := range p.Parts {
+				if pe, ok := q.(*syntax.ParamExp); ok && i == 0 && j == 0 && homeParam(pe) && an.home != "" {
+					b.WriteString("~")
+					out.Tilde, out.Home = true, true
+					continue
+				}
 				switch q := q.(type) {
 				case *syntax.Lit:
 					b.WriteString(unescapeDouble(q.Value))
@@ -60,6 +65,13 @@ func (an *analyzer) word(w *syntax.Word) Word {
 				}
 			}
 		case *syntax.ParamExp:
+			if i == 0 && homeParam(p) && an.home != "" && an.taint.names["HOME"] == false {
+				// $HOME/…: the home directory, as ~/… is (a line that sets
+				// HOME is refused as unanalysable).
+				b.WriteString("~")
+				out.Tilde, out.Home = true, true
+				continue
+			}
 			out.Dynamic = true
 			if !numericParam(p) {
 				// Unquoted, its value is split into words: any of them may
@@ -108,6 +120,12 @@ func braceAcrossParts(w *syntax.Word) bool {
 	}
 	_, glob := unescapeLit(shape.String())
 	return glob
+}
+
+// homeParam reports whether p is plain $HOME or ${HOME}.
+func homeParam(p *syntax.ParamExp) bool {
+	return p.Param != nil && p.Param.Value == "HOME" && !p.Excl && !p.Length && p.Index == nil && p.Slice == nil &&
+		p.Repl == nil && p.Exp == nil && p.Names == 0
 }
 
 // litWord is a literal word.
@@ -286,6 +304,11 @@ func (an *analyzer) paramMayBeOption(p *syntax.ParamExp) bool {
 	if p.Param == nil || p.Excl {
 		return true
 	}
+	for len(an.untainted) > 0 {
+		f := an.untainted[0]
+		an.untainted = an.untainted[1:]
+		an.collectTaint(f)
+	}
 	name := p.Param.Value
 	switch {
 	case name == "@" || name == "*" || isDigits(name):
@@ -313,12 +336,13 @@ func (an *analyzer) paramMayBeOption(p *syntax.ParamExp) bool {
 }
 
 // optionLike reports whether a value the line assigns may start a word
-// with a dash once expanded and split: it starts with one, holds one after
-// white space, or is itself only known at run time.
+// with a dash once expanded and split (it starts with one, holds one after
+// white space, or is itself only known at run time), or name a path that
+// may lead anywhere (absolute, under a home directory, climbing out).
 func (an *analyzer) optionLike(w *syntax.Word) bool {
 	v := an.word(w)
-	if v.Dynamic || strings.HasPrefix(v.Value, "-") {
-		return true
+	if v.Dynamic || strings.HasPrefix(v.Value, "-") || v.Tilde || strings.HasPrefix(v.Value, "/") || strings.HasPrefix(v.Value, "..") {
+		return true // an option, or a path that may lead anywhere
 	}
 	for _, sep := range []string{" -", "\t-", "\n-"} {
 		if strings.Contains(v.Value, sep) {

@@ -136,6 +136,9 @@ func (w wrapper) unwrap(an *analyzer, args []Word, text string, depth int) unwra
 	case w.read != nil:
 		return w.read(an, args, text, depth)
 	case w.raw:
+		if len(args) > 0 && !args[0].Dynamic && args[0].Value == "--" {
+			args = args[1:]
+		}
 		return unwrapped{next: args, ok: len(args) > 0}
 	}
 	if w.shellShort != "" && runsShell(args, w.short, w.long, w.shellShort, w.shellLong) {
