@@ -389,3 +389,45 @@ func TestSDKPermissionPromptTool(t *testing.T) {
 		t.Fatalf("result %v", res)
 	}
 }
+
+// set_permission_mode and set_model act on the running session.
+func TestSDKSetPermissionModeAndModel(t *testing.T) {
+	var e *env
+	e = newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+		last := req.Messages[len(req.Messages)-1]
+		if len(last.Content) > 0 && last.Content[0].Type == "tool_result" {
+			return fakeanthropic.Reply{Text: "tool said: " + strings.TrimSpace(fakeanthropic.Request{Messages: []fakeanthropic.Message{{Role: "user", Content: last.Content[0].Content}}}.Text())}
+		}
+		name := "first.txt"
+		if strings.Contains(req.LastUserText(), "second") {
+			name = "second.txt"
+		}
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_" + name, Name: "write", Input: map[string]string{"file_path": filepath.Join(e.dir, name), "content": "x"}}}}
+	})
+	rep := e.node(sdkScript, "controls")
+	rs := ofType(msgs(rep, "messages"), "result")
+	if len(rs) != 2 {
+		t.Fatalf("results: %v", rs)
+	}
+	// In default mode the write asked and, with nobody to answer, was
+	// refused; after set_permission_mode acceptEdits it ran.
+	if _, err := os.Stat(filepath.Join(e.dir, "first.txt")); err == nil {
+		t.Fatal("first.txt was written in default mode")
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "second.txt")); err != nil {
+		t.Fatalf("second.txt was not written after set_permission_mode: %v (results %v)", err, rs)
+	}
+	reqs := e.model.Requests()
+	if first, last := reqs[0].Model, reqs[len(reqs)-1].Model; first != "claude-sonnet-4-5" || last != "claude-haiku-4-5" {
+		t.Fatalf("models requested: first %q, last %q (want the set_model choice last)", first, last)
+	}
+	var inits []map[string]any
+	for _, m := range ofType(msgs(rep, "messages"), "system") {
+		if m["subtype"] == "init" {
+			inits = append(inits, m)
+		}
+	}
+	if len(inits) != 2 || inits[0]["permissionMode"] != "default" || inits[1]["permissionMode"] != "acceptEdits" || inits[1]["model"] != "anthropic/claude-haiku-4-5" {
+		t.Fatalf("init lines %v", inits)
+	}
+}

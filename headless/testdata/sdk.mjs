@@ -165,6 +165,24 @@ const scenarios = {
     return { messages: await collect(q) };
   },
 
+  async controls() {
+    const input = channel();
+    input.push("write first.txt");
+    const q = query({ prompt: input, options: { ...base } });
+    let results = 0;
+    const messages = await collect(q, async (m, q) => {
+      if (m.type === "result") {
+        results++;
+        if (results === 1) {
+          await q.setPermissionMode("acceptEdits");
+          await q.setModel("anthropic/claude-haiku-4-5");
+          input.push("write second.txt");
+        } else input.close();
+      }
+    });
+    return { messages };
+  },
+
   async resume() {
     const first = await collect(query({ prompt: "remember the word zebra", options: { ...base } }));
     const id = first.find((m) => m.type === "result").session_id;
