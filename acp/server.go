@@ -313,7 +313,8 @@ func (s *Server) configure(cwd string, extra ...settings.File) (*settings.Config
 	if s.o.Configure != nil {
 		return s.o.Configure(cwd, extra...)
 	}
-	c, err := settings.Load(settings.Input{Paths: settings.Paths{Home: s.o.Home, Project: cwd}, Flags: extra, Schema: app.Schema()})
+	c, err := settings.Load(settings.Input{Paths: settings.Paths{Home: s.o.Home, Project: cwd}, Foreign: app.ForeignSettings(s.o.UserHome, cwd),
+		Flags: extra, Schema: app.Schema()})
 	if err != nil {
 		return nil, nil, err
 	}

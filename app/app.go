@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +113,9 @@ func New(ctx context.Context, o Options) (*App, error) {
 	for _, w := range o.Config.Warnings() {
 		o.Logger.Warn(w)
 	}
+	for _, n := range o.Config.Notes() {
+		o.Logger.Info("settings: "+n.Text, "file", n.Path)
+	}
 	if err := h.Install(ctx, Plugins(), o.Config, enabled(o.Config)); err != nil {
 		_ = h.Close(ctx)
 		if errors.Is(err, core.ErrConfig) {
@@ -131,6 +135,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.Permission, _ = core.Lookup[*permission.Checker](h)
 	a.hooks, _ = core.Lookup[*hooks.Bridges](h)
 	a.Doctor, _ = core.Lookup[*doctor.Registry](h)
+	if a.Doctor != nil {
+		if err := h.Scope.Add(a.Doctor.Add("settings", func(context.Context) []doctor.Finding { return settingsFindings(o.Config) })); err != nil {
+			_ = h.Close(ctx)
+			return nil, fmt.Errorf("app: %w", err)
+		}
+	}
 	a.Transcripts, _ = core.Lookup[*transcript.Writer](h)
 	sel, _ := core.Lookup[providers.Selection](h)
 	a.Model, a.Demo, a.DemoFallback = sel.Model, sel.Demo, sel.DemoFallback
@@ -235,3 +245,37 @@ func (a *App) Diagnose(ctx context.Context, wait time.Duration) []doctor.Finding
 
 // Close disposes agents, drains the store and stops background processes.
 func (a *App) Close(ctx context.Context) error { return a.Host.Close(ctx) }
+
+// settingsFindings reports the settings files for dsh doctor: each layer
+// in force with its keys, the project's layers held back until trust,
+// other tools' files that could not be used, and the keys of theirs dsh
+// does not use.
+func settingsFindings(c *settings.Config) []doctor.Finding {
+	var out []doctor.Finding
+	for _, f := range c.Files() {
+		if f.Layer == settings.LayerCLI {
+			continue
+		}
+		what := "used"
+		if f.From != "" {
+			what = "used (" + f.From + "'s file)"
+		}
+		keys := f.Keys()
+		msg := what + ": " + strings.Join(keys, ", ")
+		if len(keys) == 0 {
+			msg = what + ": nothing dsh reads"
+		}
+		out = append(out, doctor.Finding{Severity: doctor.OK, Subject: f.Path, Message: msg})
+	}
+	for _, f := range c.Ignored() {
+		out = append(out, doctor.Finding{Severity: doctor.Warning, Subject: f.Path, Message: "skipped: the project is not trusted yet",
+			Fix: "trust the project (run dsh here interactively, or pass --trust)"})
+	}
+	for _, n := range c.Skipped() {
+		out = append(out, doctor.Finding{Severity: doctor.Warning, Subject: n.Path, Message: "skipped: malformed: " + n.Text})
+	}
+	for _, n := range c.Notes() {
+		out = append(out, doctor.Finding{Severity: doctor.Info, Subject: n.Path, Message: "unknown key ignored: " + n.Text})
+	}
+	return out
+}

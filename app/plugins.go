@@ -10,6 +10,7 @@ import (
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/doctor"
+	"github.com/dshq/dsh/dropin"
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/hooks/transcript"
 	"github.com/dshq/dsh/kernel"
@@ -189,6 +190,13 @@ func OptionalPlugins() []string {
 // plugins'. Front doors pass it to [settings.Load].
 func Schema() settings.Schema {
 	return append(settings.Schema{EnvKey, SystemPromptKey, MaxStepsKey, EnabledPluginsKey}, core.Schema(Plugins())...)
+}
+
+// ForeignSettings are the other tools' settings files the pipeline reads
+// as layers (Claude Code's, under dsh's own of the same standing): front
+// doors pass them to [settings.Load] with [Schema].
+func ForeignSettings(userHome, project string) []settings.Foreign {
+	return dropin.ClaudeSettings(userHome, project)
 }
 
 // enabled reports whether the configuration leaves an optional plugin on.

@@ -67,7 +67,7 @@ Zed (settings.json):
 			return acp.Serve(cmd.Context(), stdio.In, out, acp.Options{
 				Home: h, Env: stdio.Env, Logger: log, Version: Version, Cwd: cwd, UserHome: userHome(stdio.Env),
 				Configure: func(dir string, extra ...settings.File) (*settings.Config, func(string) bool, error) {
-					return f.configure(h, dir, policy, extra...)
+					return f.configure(h, userHome(stdio.Env), dir, policy, extra...)
 				},
 			})
 		},

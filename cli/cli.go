@@ -240,7 +240,7 @@ func setupIn(ctx context.Context, stdio IO, f flags, cwd string) (*app.App, func
 	if err := privateHome(stdio, h); err != nil {
 		return nil, nil, usageErr("creating %s: %v", h, err)
 	}
-	cfg, trusted, err := f.configure(h, cwd, f.trustPolicy(stdio, h, stdio.Interactive))
+	cfg, trusted, err := f.configure(h, userHome(stdio.Env), cwd, f.trustPolicy(stdio, h, stdio.Interactive))
 	if err != nil {
 		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}

@@ -107,15 +107,16 @@ func (f *configFlags) trustPolicy(stdio IO, home string, interactive bool) trust
 // own decision for itself, the stored answer for any other directory (a
 // session resumed from elsewhere is trusted by that directory's trust,
 // never this one's).
-func (f *configFlags) configure(home, project string, policy trust.Policy, extra ...settings.File) (*settings.Config, func(string) bool, error) {
+func (f *configFlags) configure(home, userHome, project string, policy trust.Policy, extra ...settings.File) (*settings.Config, func(string) bool, error) {
 	flags, err := f.layers()
 	if err != nil {
 		return nil, nil, err
 	}
 	in := settings.Input{
-		Paths:  settings.Paths{Home: home, Project: project, SettingsFile: f.settingsFile},
-		Flags:  append(flags, extra...),
-		Schema: app.Schema(),
+		Paths:   settings.Paths{Home: home, Project: project, SettingsFile: f.settingsFile},
+		Foreign: app.ForeignSettings(userHome, project),
+		Flags:   append(flags, extra...),
+		Schema:  app.Schema(),
 	}
 	if project != "" {
 		in.Trust = policy.Decide

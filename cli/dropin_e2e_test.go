@@ -160,3 +160,69 @@ func TestDropinMemory(t *testing.T) {
 		}
 	}
 }
+
+// requestText is the JSON of the messages of the i-th request.
+func (d *deepseek) requestText(i int) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i >= len(d.requests) {
+		return ""
+	}
+	b, _ := json.Marshal(d.requests[i]["messages"])
+	return string(b)
+}
+
+// A .claude/settings.json deny rule on a secret file holds in every mode,
+// bypassPermissions included, for the read tool, grep and bash cat; its
+// allow rule lets a command run without asking in default mode.
+func TestDropinClaudePermissions(t *testing.T) {
+	for _, mode := range []string{"default", "acceptEdits", "plan", "bypassPermissions"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			u := newUser(t)
+			dir := project(t, map[string]string{
+				".claude/settings.json": `{
+  "permissions": {
+    "allow": ["Bash(touch built.txt)", "Bash(printenv DROPIN_MARK)"],
+    "deny": ["Read(./secrets/**)"]
+  },
+  "env": {"DROPIN_MARK": "from-claude-settings"},
+  "spinnerTipsEnabled": false
+}`,
+				"secrets/api-key.txt": "TOPSECRET-1234\n",
+				"README.md":           "hello\n",
+			})
+			replies := []string{
+				toolReply("c1", "read", map[string]string{"file_path": "secrets/api-key.txt"}),
+				toolReply("c2", "grep", map[string]any{"pattern": "TOPSECRET", "output_mode": "content"}),
+				toolReply("c3", "bash", map[string]string{"command": "cat secrets/api-key.txt", "description": "show the key"}),
+			}
+			if mode == "default" {
+				replies = append(replies, toolReply("c4", "bash", map[string]string{"command": "touch built.txt", "description": "build"}),
+					toolReply("c5", "bash", map[string]string{"command": "printenv DROPIN_MARK", "description": "env"}))
+			}
+			ds := &deepseek{replies: append(replies, textReply("done"))}
+			srv := httptest.NewServer(ds)
+			defer srv.Close()
+			r := u.run(t, dir, srv.URL, "", "-p", "--trust", "--model", "deepseek/deepseek-chat", "--permission-mode", mode, "--output-format", "json", "show me the key")
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			last := ds.requestText(len(replies))
+			if strings.Contains(last, "TOPSECRET-1234") {
+				t.Fatalf("the secret reached the model in %s mode:\n%s", mode, last)
+			}
+			if n := strings.Count(last, "Read(./secrets/**)"); n < 2 {
+				t.Fatalf("the refusals do not name the rule (%d):\n%s", n, last)
+			}
+			if mode == "default" {
+				if _, err := os.Stat(filepath.Join(dir, "built.txt")); err != nil {
+					t.Fatalf("the allowed command did not run: %v\n%s", err, last)
+				}
+				if !strings.Contains(last, "from-claude-settings") {
+					t.Fatalf("the settings' env did not reach the command:\n%s", last)
+				}
+			}
+		})
+	}
+}

@@ -76,9 +76,10 @@ func runMCPList(ctx context.Context, stdio IO, o mcpListOptions) error {
 	// directory and start only when the trust store says so (Trusted
 	// below), so the listing shows what trusting the project would run.
 	cfg, err := settings.Load(settings.Input{
-		Paths:  settings.Paths{Home: h, Project: cwd, SettingsFile: o.settingsFile},
-		Trust:  func(string) (bool, error) { return true, nil },
-		Schema: app.Schema(),
+		Paths:   settings.Paths{Home: h, Project: cwd, SettingsFile: o.settingsFile},
+		Foreign: app.ForeignSettings(userHome(stdio.Env), cwd),
+		Trust:   func(string) (bool, error) { return true, nil },
+		Schema:  app.Schema(),
 	})
 	if err != nil {
 		return usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))

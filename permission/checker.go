@@ -37,6 +37,10 @@ type Config struct {
 	// Cwd is the project root used for calls that carry no host (tests,
 	// subsystems calling tools directly); empty means the process cwd.
 	Cwd string
+	// NoBypass, when set, names the settings file whose
+	// disableBypassPermissionsMode keeps bypassPermissions from being
+	// chosen.
+	NoBypass string
 }
 
 // Checker decides tool calls: it is the permission layer. Create one per
@@ -44,9 +48,10 @@ type Config struct {
 // [Checker.Install], and drive it from the front-end ([Checker.SetMode],
 // [Checker.Rules], [Checker.AddRule]). It is safe for concurrent use.
 type Checker struct {
-	home  string
-	cwd   string
-	roots []string
+	home     string
+	cwd      string
+	roots    []string
+	noBypass string
 
 	mu       sync.RWMutex
 	modes    modeSlot // the checker's mode: every session's unless it has its own
@@ -92,6 +97,9 @@ type sessionState struct {
 	// modes is the session's own mode; unset (mode "") it follows its
 	// parent's, and a session without a parent follows the checker's.
 	modes modeSlot
+	// grants are the allow rules of running commands and active skills
+	// ([Checker.Grant]).
+	grants []*ruleSet
 }
 
 // modeSlot is a mode and the mode to return to when a plan made in it is
@@ -137,11 +145,16 @@ func New(cfg Config) (*Checker, error) {
 	c := &Checker{
 		home:        cfg.Home,
 		cwd:         cfg.Cwd,
+		noBypass:    cfg.NoBypass,
 		sessions:    map[string]*sessionState{},
 		ModeChanged: kernel.NewSignal[ModeChange]("permission/mode"),
 	}
 	if mode == ModeBypass && cfg.ModeSource.Project() {
 		c.warnings = append(c.warnings, fmt.Sprintf("permission: ignoring defaultMode bypassPermissions from the %s settings: only you can choose it (--permission-mode or your user settings); using default mode", cfg.ModeSource))
+		mode = ModeDefault
+	}
+	if mode == ModeBypass && cfg.NoBypass != "" {
+		c.warnings = append(c.warnings, fmt.Sprintf("permission: bypassPermissions is disabled by disableBypassPermissionsMode in %s; using default mode", cfg.NoBypass))
 		mode = ModeDefault
 	}
 	c.modes.mode = mode
@@ -196,7 +209,7 @@ func (c *Checker) Mode() Mode {
 // Sessions with a mode of their own keep it. Entering plan mode remembers
 // the mode to return to when the plan is approved.
 func (c *Checker) SetMode(m Mode) error {
-	if err := checkMode(m); err != nil {
+	if err := c.checkMode(m); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -220,7 +233,7 @@ func (c *Checker) SessionMode(sessionID string) Mode {
 // an editor's sessions of one workspace each have their own), leaving the
 // checker's and other sessions' modes alone. Its subagents follow it.
 func (c *Checker) SetSessionMode(sessionID string, m Mode) error {
-	if err := checkMode(m); err != nil {
+	if err := c.checkMode(m); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -231,9 +244,12 @@ func (c *Checker) SetSessionMode(sessionID string, m Mode) error {
 	return nil
 }
 
-func checkMode(m Mode) error {
+func (c *Checker) checkMode(m Mode) error {
 	if _, err := ParseMode(string(m)); err != nil || m == "" {
 		return fmt.Errorf("permission: unknown mode %q", m)
+	}
+	if m == ModeBypass && c.noBypass != "" {
+		return fmt.Errorf("permission: bypassPermissions is disabled (disableBypassPermissionsMode in %s)", c.noBypass)
 	}
 	return nil
 }
@@ -282,6 +298,11 @@ func (c *Checker) Rules(sessionID string) []Rule {
 	for _, s := range c.sessionChainLocked(sessionID) {
 		for _, r := range s.rules.all {
 			out = append(out, r.Rule)
+		}
+		for _, g := range s.grants {
+			for _, r := range g.all {
+				out = append(out, r.Rule)
+			}
 		}
 	}
 	return out
@@ -357,6 +378,9 @@ func (c *Checker) rulesFor(sessionID string) (Mode, [3][]*rule) {
 		by[i] = slices.Clone(c.global.by[i])
 		for _, s := range chain {
 			by[i] = append(by[i], s.rules.by[i]...)
+			for _, g := range s.grants {
+				by[i] = append(by[i], g.by[i]...)
+			}
 		}
 	}
 	return mode, by

@@ -96,6 +96,7 @@ var claudeNames = map[string]string{
 	// Claude Code's subagent tool (Agent, formerly Task) is dsh's task.
 	"Agent": "task",
 	"Task":  "task",
+	"Skill": "skill",
 }
 
 // displayNames are the names generated rules use: the Claude spelling, so
@@ -156,6 +157,21 @@ type rule struct {
 }
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// CheckRule reports whether text is a rule dsh understands (home expands
+// ~), with the reason when it is not. Readers of other tools' settings use
+// it to decide what to do with a rule before the checker sees it.
+func CheckRule(text, home string) error {
+	_, err := parseRule(Rule{Text: text, Behavior: Deny}, home)
+	return err
+}
+
+// RuleTool returns the tool a rule names, without its argument
+// ("Bash(git * main)" → "Bash").
+func RuleTool(text string) string {
+	name, _, _ := strings.Cut(strings.TrimSpace(text), "(")
+	return strings.TrimSpace(name)
+}
 
 // parseRule parses r.Text. Errors name the rule and its file, because a rule
 // that silently matches nothing (or everything) is exactly the mistake a

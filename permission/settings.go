@@ -21,6 +21,9 @@ type Settings struct {
 	Ask                   []string `json:"ask,omitempty"`
 	Deny                  []string `json:"deny,omitempty"`
 	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	// DisableBypassPermissionsMode "disable" (Claude Code's key) keeps
+	// bypassPermissions from being chosen at all, from any layer or flag.
+	DisableBypassPermissionsMode string `json:"disableBypassPermissionsMode,omitempty"`
 }
 
 // Key is the permission capability's settings key. A project or local
@@ -37,9 +40,15 @@ var Key = settings.Key[Settings]{
 		a.Ask = append(a.Ask, b.Ask...)
 		a.Deny = append(a.Deny, b.Deny...)
 		a.AdditionalDirectories = append(a.AdditionalDirectories, b.AdditionalDirectories...)
+		if b.DisableBypassPermissionsMode != "" {
+			a.DisableBypassPermissionsMode = b.DisableBypassPermissionsMode
+		}
 		return a
 	},
 	Validate: func(s Settings) error {
+		if d := s.DisableBypassPermissionsMode; d != "" && d != "disable" {
+			return settings.Invalid("disableBypassPermissionsMode", `want "disable", got %q`, d)
+		}
 		if s.DefaultMode != "" {
 			if _, err := ParseMode(s.DefaultMode); err != nil {
 				return settings.Invalid("defaultMode", "unknown mode %q (want one of %s)", s.DefaultMode, ModeNames())
@@ -76,6 +85,9 @@ func FromSettings(c *settings.Config) Config {
 			}
 		}
 		cfg.Roots = append(cfg.Roots, p.AdditionalDirectories...)
+		if p.DisableBypassPermissionsMode == "disable" {
+			cfg.NoBypass = v.Path
+		}
 	}
 	return cfg
 }

@@ -64,7 +64,10 @@ func (l Layer) Project() bool { return l == LayerProject || l == LayerLocal }
 type File struct {
 	Layer Layer
 	Path  string
-	keys  map[string]json.RawMessage
+	// From names the tool whose file this is when it is not dsh's own
+	// ("Claude Code" for .claude/settings.json); see [Foreign].
+	From string
+	keys map[string]json.RawMessage
 }
 
 // Has reports whether the file sets key.
@@ -136,9 +139,47 @@ func (s Schema) index() (map[string]Section, error) {
 	return m, nil
 }
 
+// Foreign is another tool's settings file read as a layer of dsh's
+// pipeline: Claude Code's .claude/settings.json holds permissions and env
+// that mean the same in dsh. Convert maps the file's contents onto dsh's
+// keys (validated like any layer) and names what it leaves out. These
+// files are not dsh's to validate strictly: a key dsh does not use is a
+// note in the log, and a file that cannot be read or converted is skipped
+// with a warning rather than stopping dsh.
+type Foreign struct {
+	Layer Layer
+	Path  string
+	// From names the tool ("Claude Code").
+	From    string
+	Convert func(b []byte) (Converted, error)
+}
+
+// Converted is a foreign file mapped onto dsh's keys.
+type Converted struct {
+	// Keys are dsh top-level keys and their values.
+	Keys map[string]json.RawMessage
+	// Notes name what dsh does not use ("model: dsh names models …"),
+	// for the log and dsh doctor.
+	Notes []string
+	// Warnings are what the user must see (a deny rule dsh reads more
+	// broadly than written).
+	Warnings []string
+}
+
+// Note is something a foreign settings file sets that dsh does not use.
+type Note struct {
+	Path string
+	Text string
+}
+
 // Input is what the pipeline starts from.
 type Input struct {
 	Paths
+	// Foreign are other tools' settings files; each is placed just below
+	// dsh's own file of the same layer (Claude Code's user file below
+	// $DSH_HOME/settings.json, and so on), so dsh's file wins where both
+	// set a value.
+	Foreign []Foreign
 	// Flags are the command-line layers, applied last in order (build them
 	// with [Key.Flag]).
 	Flags []File
@@ -162,6 +203,11 @@ func Load(in Input) (*Config, error) {
 	}
 	c := &Config{project: in.Project, schema: idx}
 	for _, f := range in.Paths.Files() {
+		for _, fo := range in.Foreign {
+			if fo.Layer == f.Layer {
+				c.foreign(idx, fo)
+			}
+		}
 		b, err := os.ReadFile(f.Path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && f.Layer != LayerSettingsFile {
@@ -174,6 +220,14 @@ func Load(in Input) (*Config, error) {
 			return nil, err
 		}
 		c.files = append(c.files, f)
+	}
+	if in.Project == "" {
+		// No project: the foreign files of layers Paths did not list.
+		for _, fo := range in.Foreign {
+			if fo.Layer == LayerUser && in.Paths.Home == "" {
+				c.foreign(idx, fo)
+			}
+		}
 	}
 	if in.Project != "" && in.Trust != nil {
 		ok, err := in.Trust(in.Project)
@@ -201,6 +255,46 @@ func Load(in Input) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// foreign reads one foreign file as a layer; a missing file is fine, any
+// other problem skips it with a warning.
+func (c *Config) foreign(idx map[string]Section, fo Foreign) {
+	b, err := os.ReadFile(fo.Path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.warnings = append(c.warnings, fmt.Sprintf("settings: %s: cannot be read, skipped: %v", fo.Path, err))
+		}
+		return
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return
+	}
+	conv, err := fo.Convert(b)
+	if err != nil {
+		c.warnings = append(c.warnings, fmt.Sprintf("settings: %s: skipped: %v", fo.Path, err))
+		c.skipped = append(c.skipped, Note{Path: fo.Path, Text: err.Error()})
+		return
+	}
+	f := File{Layer: fo.Layer, Path: fo.Path, From: fo.From, keys: map[string]json.RawMessage{}}
+	for k, raw := range conv.Keys {
+		sec, ok := idx[k]
+		if !ok {
+			continue // a key this application does not read
+		}
+		if e := sec.check(fo.Path, raw); e != nil {
+			c.warnings = append(c.warnings, "settings: "+strings.TrimPrefix(e.Error(), "settings: ")+" (skipped)")
+			continue
+		}
+		f.keys[k] = raw
+	}
+	for _, n := range conv.Notes {
+		c.notes = append(c.notes, Note{Path: fo.Path, Text: n})
+	}
+	for _, w := range conv.Warnings {
+		c.warnings = append(c.warnings, fo.Path+": "+w)
+	}
+	c.files = append(c.files, f)
 }
 
 // decodeFile splits one file into its top-level keys and validates each.
@@ -269,6 +363,8 @@ type Config struct {
 	files    []File
 	ignored  []File
 	warnings []string
+	notes    []Note
+	skipped  []Note
 	schema   map[string]Section
 }
 
@@ -287,6 +383,14 @@ func (c *Config) Files() []File { return slices.Clone(c.files) }
 // Ignored returns the project layers the trust filter dropped.
 func (c *Config) Ignored() []File { return slices.Clone(c.ignored) }
 
+// Notes are what foreign settings files set that dsh does not use, by
+// file (for the log and dsh doctor).
+func (c *Config) Notes() []Note { return slices.Clone(c.notes) }
+
+// Skipped are the foreign settings files that could not be used (not
+// valid JSON), with why.
+func (c *Config) Skipped() []Note { return slices.Clone(c.skipped) }
+
 // Warnings are what the layer policies stripped ("a project cannot choose
 // bypassPermissions"), for the front door to show.
 func (c *Config) Warnings() []string { return slices.Clone(c.warnings) }
@@ -297,6 +401,7 @@ func (c *Config) With(files ...File) (*Config, error) {
 	out := *c
 	out.files = slices.Clone(c.files)
 	out.warnings = slices.Clone(c.warnings)
+	out.notes, out.skipped = slices.Clone(c.notes), slices.Clone(c.skipped)
 	from := len(out.files)
 	for _, f := range files {
 		if err := out.check(f); err != nil {
