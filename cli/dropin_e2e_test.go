@@ -1,11 +1,9 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,21 +66,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // run is dsh in dir as this user, against the scripted server at url.
 func (u user) run(t *testing.T, dir, url, stdin string, args ...string) run {
 	t.Helper()
-	cmd := exec.Command(dshBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+u.home, "DSH_HOME="+u.dshHome, "CODEX_HOME=", "DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL="+url,
-		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "DSH_MODEL=")
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return run{out.String(), errb.String(), code}
+	return invocation{dir: dir, home: u.dshHome, baseURL: url, stdin: stdin, env: []string{"HOME=" + u.home, "CODEX_HOME="}}.run(t, args...)
 }
 
 // systemPrompt is the system message of the i-th request the server saw.
