@@ -33,21 +33,29 @@ type actingModel struct {
 	history []int // request numbers answered
 }
 
+// The hook runs with m.mu held, so what it records is read safely after
+// m.locked: the race detector sees no order through the dsh process.
 func (m *actingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.n++
 	n := m.n
 	m.history = append(m.history, n)
-	before := m.before
-	m.mu.Unlock()
-	if before != nil {
+	if m.before != nil {
 		raw, _ := io.ReadAll(r.Body)
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
-		before(n, body)
+		m.before(n, body)
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 	}
+	m.mu.Unlock()
 	m.deepseek.ServeHTTP(w, r)
+}
+
+// locked runs f with the hook's lock held.
+func (m *actingModel) locked(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f()
 }
 
 // setBefore sets the hook; the server's goroutines read it under m.mu (a
@@ -180,6 +188,7 @@ func TestHomeIsPrivate(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 			}
+			m.locked(func() {}) // what the hook recorded is visible
 			if store == "sqlite" {
 				for _, f := range []string{"sessions.db", "sessions.db-wal", "sessions.db-shm"} {
 					if _, ok := during[f]; !ok {
@@ -484,6 +493,7 @@ func TestHeadlessBinaryCommandOutput(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("%+v", r)
 	}
+	m.locked(func() {}) // what the hook recorded is visible
 	if !strings.HasPrefix(result, prefix) || strings.ContainsRune(result, '\uFFFD') || len(result) > 300 {
 		t.Fatalf("the model was sent %d bytes: %.300q", len(result), result)
 	}
