@@ -25,6 +25,7 @@ import (
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/headless"
 	"github.com/dshq/dsh/internal/private"
+	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 )
@@ -292,10 +293,10 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 		f.print = true
 	}
 	if f.headless.skipPermissions {
-		if f.permissionMode != "" && f.permissionMode != "bypassPermissions" {
+		if f.permissionMode != "" && f.permissionMode != string(permission.ModeBypass) {
 			return usageErr("--dangerously-skip-permissions and --permission-mode %s contradict each other", f.permissionMode)
 		}
-		f.permissionMode = "bypassPermissions"
+		f.permissionMode = string(permission.ModeBypass)
 	}
 	if f.resume == pickSession && (!stdio.Interactive || f.print) {
 		return listForResume(ctx, stdio, f)

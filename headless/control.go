@@ -13,6 +13,7 @@ import (
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/internal/claudemsg"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/permission"
 )
 
 // The control protocol of the Claude Agent SDK, over the same pipes as
@@ -273,10 +274,8 @@ func (r *run) setMode(mode string) error {
 	if r.a.Permission == nil {
 		return errors.New("permission modes are not available")
 	}
-	switch mode {
-	case "default", "acceptEdits", "plan", "bypassPermissions":
-	default:
-		return fmt.Errorf("permission mode %q is not supported by dsh (default, acceptEdits, plan, bypassPermissions)", mode)
+	if _, err := permission.ParseMode(mode); err != nil || mode == "" {
+		return fmt.Errorf("permission mode %q is not supported by dsh (%s)", mode, permission.ModeNames())
 	}
 	r.mu.Lock()
 	sid := r.sid

@@ -17,29 +17,25 @@ import (
 	"github.com/dshq/dsh/tool"
 )
 
-// TestAgentLoop runs the permission layer inside the real spine (loop,
-// sessions, invariants checker): the decision is recorded just before
-// tool/call, a remembered answer becomes a permission/rule event, and a
-// session seeded from that log (resume, fork) starts with the rule.
-func TestAgentLoop(t *testing.T) {
+// loopHost is a spine with the invariants checker, a scripted model
+// ("mock"), a bash tool counting its runs, and a permission checker
+// installed; it returns the host, the checker and the project root.
+func loopHost(t *testing.T, runs *int, replies ...scripted.Entry) (*core.Host, *permission.Checker, string) {
+	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
 	h, err := core.New(core.Options{Invariants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close(ctx)
-	args := map[string]string{"command": "make test", "description": "run the tests"}
-	model := scripted.New(
-		scripted.Call("t1", "bash", args, ""), scripted.Text("done"),
-		scripted.Call("t2", "bash", args, ""), scripted.Text("done again"),
-	)
-	if _, err := h.LLM.RegisterModels([]string{"mock"}, model); err != nil {
+	t.Cleanup(func() { _ = h.Close(ctx) })
+	if _, err := h.LLM.RegisterModels([]string{"mock"}, scripted.New(replies...)); err != nil {
 		t.Fatal(err)
 	}
-	runs := 0
 	bash := tool.Func(tool.Info{Name: "bash", Kind: tool.KindExecute}, func(context.Context, tool.Call, map[string]any) (tool.Result, error) {
-		runs++
+		if runs != nil {
+			*runs++
+		}
 		return tool.TextResult("ok"), nil
 	})
 	if err := h.Tools.RegisterAll(h.Scope, bash); err != nil {
@@ -52,6 +48,20 @@ func TestAgentLoop(t *testing.T) {
 	if _, err := h.Use(ctx, "permission", c.Plugin()); err != nil {
 		t.Fatal(err)
 	}
+	return h, c, root
+}
+
+// TestAgentLoop runs the permission layer inside the real spine (loop,
+// sessions, invariants checker): the decision is recorded just before
+// tool/call, a remembered answer becomes a permission/rule event, and a
+// session seeded from that log (resume, fork) starts with the rule.
+func TestAgentLoop(t *testing.T) {
+	ctx := context.Background()
+	args := map[string]string{"command": "make test", "description": "run the tests"}
+	runs := 0
+	h, c, root := loopHost(t, &runs,
+		scripted.Call("t1", "bash", args, ""), scripted.Text("done"),
+		scripted.Call("t2", "bash", args, ""), scripted.Text("done again"))
 	asked := 0
 	ap := tool.ApproverFunc(func(_ context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
 		asked++
@@ -251,30 +261,8 @@ func TestSessionModesAreIndependent(t *testing.T) {
 // covers the root and every subagent of it.
 func TestSubagentAnswerHoldsForTheRoot(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	h, err := core.New(core.Options{Invariants: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(ctx)
 	args := map[string]string{"command": "make test", "description": "run the tests"}
-	model := scripted.New(scripted.Call("t1", "bash", args, ""), scripted.Text("child done"), scripted.Text("parent done"))
-	if _, err := h.LLM.RegisterModels([]string{"mock"}, model); err != nil {
-		t.Fatal(err)
-	}
-	bash := tool.Func(tool.Info{Name: "bash", Kind: tool.KindExecute}, func(context.Context, tool.Call, map[string]any) (tool.Result, error) {
-		return tool.TextResult("ok"), nil
-	})
-	if err := h.Tools.RegisterAll(h.Scope, bash); err != nil {
-		t.Fatal(err)
-	}
-	c, err := permission.New(permission.Config{Cwd: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Use(ctx, "permission", c.Plugin()); err != nil {
-		t.Fatal(err)
-	}
+	h, c, root := loopHost(t, nil, scripted.Call("t1", "bash", args, ""), scripted.Text("child done"), scripted.Text("parent done"))
 	ap := tool.ApproverFunc(func(_ context.Context, req tool.ApprovalRequest) (tool.Approval, error) {
 		return tool.Approval{Allow: true, Rules: req.Suggestions, By: "user"}, nil
 	})
