@@ -68,6 +68,12 @@ type ExecRequest struct {
 	// or Close nobody is left to tell. It should return promptly; Close waits
 	// for running callbacks.
 	OnDone func(Task)
+	// OnOutput, for Run only, sees the command's output as it arrives
+	// (stdout and stderr pieces, as read), for people watching it run. It
+	// is called from the reading goroutines, possibly at once for both
+	// streams, must not keep p, and should return promptly: the command
+	// waits while it runs. What is collected for the result is unchanged.
+	OnOutput func(p []byte)
 }
 
 // CollectedOutput is what was kept of one output stream.

@@ -241,7 +241,12 @@ func (c *Compactor) Compact(ctx context.Context, a agent.Agent, focus string) (O
 	return out, err
 }
 
-// window returns the effective config for a model.
+// Window is the context window compaction keeps a model's sessions in
+// (tokens): the configured override, else the model's, else 128,000.
+// Front-ends show the context used against it.
+func (c *Compactor) Window(model string) int { return c.config(model).ContextWindow }
+
+// config returns the effective config for a model.
 func (c *Compactor) config(model string) Config {
 	w := 0
 	if info, ok := c.llm.Info(model); ok {

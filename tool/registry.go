@@ -149,6 +149,9 @@ type Registry struct {
 	PostExecute *kernel.Chain[PostInput, PostDecision]
 	// Observed sees every final outcome; listener errors are ignored.
 	Observed *kernel.Signal[Outcome]
+	// Progress carries output of running calls to whoever watches them
+	// (see [ReportOutput]); listener errors are ignored.
+	Progress *kernel.Signal[Progress]
 }
 
 // registered wraps a tool so identity checks never compare tool values
@@ -170,6 +173,7 @@ func NewRegistry() *Registry {
 		Wrap:        kernel.NewChain[Call, Result]("tools/execute"),
 		PostExecute: kernel.NewChain[PostInput, PostDecision]("tools/post-execute"),
 		Observed:    kernel.NewSignal[Outcome]("tools/result"),
+		Progress:    kernel.NewSignal[Progress]("tools/progress"),
 	}
 }
 
@@ -536,7 +540,7 @@ func (r *Registry) dispatch(ctx context.Context, p *Pending, opts ExecOptions, r
 		start := r.now()
 		run.ok = true
 		defer func() { run.duration += r.now().Sub(start) }()
-		return t.Run(withVisible(ctx, opts.Visible), call)
+		return t.Run(r.withProgress(withVisible(ctx, opts.Visible), call), call)
 	})
 	if err != nil {
 		return errorResult(err)

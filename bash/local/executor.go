@@ -180,6 +180,7 @@ func (e *Executor) Start(ctx context.Context, req bash.ExecRequest) (bash.Task, 
 	if req.Timeout < 0 {
 		return bash.Task{}, fmt.Errorf("bash: timeout must be positive, got %v", req.Timeout)
 	}
+	req.OnOutput = nil // a task's output is read with Read
 	p, err := e.launch(req, true)
 	if err != nil {
 		return bash.Task{}, err
@@ -386,6 +387,7 @@ func (e *Executor) launch(req bash.ExecRequest, isTask bool) (*proc, error) {
 		starter:  &e.start,
 		sandbox:  e.sandboxFor(req),
 		policy:   req.Sandbox,
+		onOutput: req.OnOutput,
 	})
 	if err != nil {
 		e.wg.Done()

@@ -46,6 +46,7 @@ type spawnSpec struct {
 	starter  *threadStarter
 	sandbox  sandbox.Sandbox // nil: run as it is
 	policy   *sandbox.Policy
+	onOutput func([]byte) // nil: nobody watches
 }
 
 // proc is one running command: the shell as leader of its own session (and
@@ -63,6 +64,7 @@ type proc struct {
 	errR     *os.File
 	stdinW   *os.File
 	stdin    []byte
+	onOutput func([]byte)
 	readDone chan struct{} // one value per reader that hit EOF (or was cut off)
 	writer   chan struct{} // closed when the stdin writer is done; nil without stdin
 
@@ -190,6 +192,7 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 		errR:     errR,
 		stdinW:   stdinW,
 		stdin:    s.stdin,
+		onOutput: s.onOutput,
 		readDone: make(chan struct{}, 2),
 		done:     make(chan struct{}),
 	}
@@ -219,6 +222,9 @@ func (p *proc) read(r *os.File, c *collector) {
 		n, err := r.Read(buf)
 		if n > 0 {
 			_, _ = c.Write(buf[:n])
+			if p.onOutput != nil {
+				p.onOutput(buf[:n])
+			}
 		}
 		if err != nil {
 			_ = r.Close()

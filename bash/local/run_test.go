@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -393,5 +395,51 @@ func TestRunEscapedProcessDoesNotHoldCompletion(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	if took > drainAfterExit+2*time.Second || exitCode(res) != "0" {
 		t.Errorf("took %v, exit %s", took, exitCode(res))
+	}
+}
+
+// TestRunOnOutputStreams checks that a watcher sees output while the
+// command still runs (the command waits for a file the test writes only
+// after the first line arrived), and everything it printed by the end.
+func TestRunOnOutputStreams(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, Config{})
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	var mu sync.Mutex
+	var seen strings.Builder
+	first := make(chan struct{})
+	var once sync.Once
+	res := run(t, e, bash.ExecRequest{
+		Command: fmt.Sprintf("echo started; while [ ! -e %q ]; do sleep 0.01; done; echo oops >&2; echo done", gate),
+		Workdir: dir,
+		Timeout: 20 * time.Second, // a watcher that sees nothing early fails, not hangs
+		OnOutput: func(p []byte) {
+			mu.Lock()
+			seen.Write(p)
+			mu.Unlock()
+			if strings.Contains(string(p), "started") {
+				once.Do(func() {
+					close(first)
+					_ = os.WriteFile(gate, nil, 0o600)
+				})
+			}
+		},
+	})
+	select {
+	case <-first:
+	default:
+		t.Fatal("the watcher never saw the first line")
+	}
+	mu.Lock()
+	got := seen.String()
+	mu.Unlock()
+	for _, want := range []string{"started\n", "oops\n", "done\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("watched output %q lacks %q", got, want)
+		}
+	}
+	if res.Stdout.Text != "started\ndone\n" || res.Stderr.Text != "oops\n" {
+		t.Errorf("the result changed: %+v", res)
 	}
 }

@@ -88,7 +88,8 @@ func (t *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if a.RunInBackground {
 		return t.start(ctx, call.Host, a.Command, dir, policy)
 	}
-	res, err := t.s.exec.Run(ctx, bash.ExecRequest{Command: a.Command, Workdir: dir, Timeout: timeout, Env: t.s.env, Sandbox: policy})
+	watch := func(p []byte) { tool.ReportOutput(ctx, p) }
+	res, err := t.s.exec.Run(ctx, bash.ExecRequest{Command: a.Command, Workdir: dir, Timeout: timeout, Env: t.s.env, Sandbox: policy, OnOutput: watch})
 	if err != nil {
 		return tool.Result{}, err
 	}

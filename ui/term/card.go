@@ -40,8 +40,16 @@ type Card struct {
 	IsError bool
 	Meta    json.RawMessage
 	State   CardState
-	// Start and End are event times (epoch ms).
-	Start, End int64
+	// Start and End are event times (epoch ms): the call, and its result.
+	// Asked is when an approval question about it was put and Ran when it
+	// started running (its approval, or Start when it asked nobody); 0
+	// until then. The card's time counts from Ran, so waiting for the user
+	// is not charged to the command.
+	Start, End, Asked, Ran int64
+	// Tail is the output of a running call so far (nil until it prints).
+	Tail *OutputTail
+	// Expanded cards show their whole body instead of its head or tail.
+	Expanded bool
 	// Note is a line under the header (an approval outcome).
 	Note string
 	// NoResult marks a call whose turn ended before it reported.
@@ -60,26 +68,51 @@ const (
 	textLines  = 3
 )
 
+// ran is when the call started running (see [Card.Ran]).
+func (c *Card) ran() int64 {
+	if c.Ran > 0 {
+		return c.Ran
+	}
+	return c.Start
+}
+
+// waited is how long the call waited for its approval (ms), 0 when it
+// asked nobody.
+func (c *Card) waited() int64 {
+	if c.Asked == 0 || c.Ran < c.Asked {
+		return 0
+	}
+	return c.Ran - c.Asked
+}
+
 // RenderCard draws a card as rows no wider than width. now is used for a
-// running card's elapsed time; frame is its spinner glyph.
+// running card's elapsed time; frame is its spinner glyph. An expanded
+// card shows its whole body.
 func RenderCard(c *Card, width int, now int64, frame string, st Styles) []string {
 	if width < 20 {
 		width = 20
 	}
 	var status string
 	icon := st.OK("●")
+	waited := ""
+	if w := c.waited(); w >= 1000 {
+		waited = st.Dim(" · waited " + fmtDur(w) + " for approval")
+	}
 	switch c.State {
 	case CardRunning:
 		icon = st.Accent(frame)
-		status = st.Dim("running " + fmtDur(now-c.Start))
+		status = st.Dim("running "+fmtDur(now-c.ran())) + waited
 	case CardWaiting:
 		icon = st.Warn("?")
 		status = st.Warn("awaiting approval")
+		if c.Asked > 0 {
+			status += st.Dim(" " + fmtDur(now-c.Asked))
+		}
 	case CardDone:
-		status = st.Dim(fmtDur(c.End - c.Start))
+		status = st.Dim(fmtDur(c.End-c.ran())) + waited
 	case CardFailed:
 		icon = st.Err("●")
-		status = st.Err("failed") + st.Dim(" · "+fmtDur(c.End-c.Start))
+		status = st.Err("failed") + st.Dim(" · "+fmtDur(c.End-c.ran())) + waited
 	}
 	title := cardTitle(c, st)
 	room := width - 2 - ansi.StringWidth(status) - 3
@@ -99,15 +132,28 @@ func RenderCard(c *Card, width int, now int64, frame string, st Styles) []string
 		}
 		body = append(body, st.Dim(fmt.Sprintf("↳ subagent made %d %s", c.NestedCalls, calls)))
 	}
-	if (c.State == CardDone || c.State == CardFailed) && !c.NoResult {
-		body = append(body, cardBody(c, st)...)
+	switch {
+	case (c.State == CardDone || c.State == CardFailed) && !c.NoResult:
+		body = append(body, cardBody(c, st, c.Expanded)...)
+	case c.State == CardRunning && !c.Tail.Empty():
+		body = append(body, liveOutput(c, st)...)
 	}
 	for i, l := range body {
 		prefix := "    "
 		if i == 0 {
 			prefix = st.Dim("  ⎿ ")
 		}
-		rows = append(rows, ansi.Truncate(prefix+l, width, "…"))
+		if !c.Expanded {
+			rows = append(rows, ansi.Truncate(prefix+l, width, "…"))
+			continue
+		}
+		// Expanded: nothing is cut, long lines wrap.
+		for j, w := range wrapLines(l, width-4) {
+			if j > 0 {
+				prefix = "    "
+			}
+			rows = append(rows, prefix+w)
+		}
 	}
 	return rows
 }
@@ -176,9 +222,39 @@ func firstLine(s string) string {
 	return s
 }
 
+// liveOutput is the end of a running call's output: a few lines, or
+// every line kept when the card is expanded.
+func liveOutput(c *Card, st Styles) []string {
+	n := liveTailRows
+	if c.Expanded {
+		n = 0
+	}
+	ls, hidden := c.Tail.Lines(n)
+	var out []string
+	if hidden > 0 {
+		out = append(out, st.Dim(fmt.Sprintf("… +%d lines", hidden)))
+	}
+	for _, l := range ls {
+		out = append(out, strings.ReplaceAll(l, "\t", "    "))
+	}
+	return out
+}
+
+// expandHint follows a collapsed card's count of hidden lines.
+const expandHint = "(ctrl-o to expand)"
+
+// unlimited is the line limit of an expanded card's body.
+const unlimited = 1 << 30
+
 // cardBody renders a finished call: a diff, a command's output tail, an
-// error, or a short summary of the result text.
-func cardBody(c *Card, st Styles) []string {
+// error, or a short summary of the result text; all of it when full.
+func cardBody(c *Card, st Styles, full bool) []string {
+	lim := func(n int) int {
+		if full {
+			return unlimited
+		}
+		return n
+	}
 	v := c.Result
 	// Errors first: what the model read is the most useful thing to show.
 	if c.IsError {
@@ -186,12 +262,12 @@ func cardBody(c *Card, st Styles) []string {
 		if v != nil && v.Text != "" {
 			text = stripFence(v.Text)
 		}
-		return headLines(strings.TrimSpace(text), errorLines, st.Err, st)
+		return headLines(strings.TrimSpace(text), lim(errorLines), st.Err, st)
 	}
 	// Diffs: the unified diff the tool recorded, else the view's diffs.
 	if u := metaUnified(c.Meta); u != "" {
 		if ls := unifiedLines(u); len(ls) > 0 {
-			return renderDiff(ls, diffLimit, st)
+			return renderDiff(ls, lim(diffLimit), st)
 		}
 	}
 	if v != nil && len(v.Diffs) > 0 {
@@ -202,11 +278,11 @@ func cardBody(c *Card, st Styles) []string {
 			}
 			ls = append(ls, fileDiffLines(d)...)
 		}
-		return renderDiff(ls, diffLimit, st)
+		return renderDiff(ls, lim(diffLimit), st)
 	}
 	// Commands: the tail of the output and a failing exit status.
 	if v != nil && (v.Command != "" || v.Output != "") {
-		out := tailLines(strings.TrimRight(v.Output, "\n"), outputTail, st)
+		out := tailLines(strings.TrimRight(v.Output, "\n"), lim(outputTail), st)
 		if v.ExitCode != nil && *v.ExitCode != 0 {
 			out = append(out, st.Err(fmt.Sprintf("exit code %d", *v.ExitCode)))
 		}
@@ -216,20 +292,22 @@ func cardBody(c *Card, st Styles) []string {
 		return out
 	}
 	if v != nil && v.Text != "" {
-		return headLines(stripFence(v.Text), textLines, func(s string) string { return s }, st)
+		return headLines(stripFence(v.Text), lim(textLines), func(s string) string { return s }, st)
 	}
 	text := strings.TrimRight(c.Text, "\n")
-	switch c.Kind {
-	case tool.KindExecute:
-		return tailLines(text, outputTail, st)
-	case tool.KindRead:
+	switch {
+	case c.Kind == tool.KindExecute:
+		return tailLines(text, lim(outputTail), st)
+	case full:
+		return headLines(text, unlimited, func(s string) string { return s }, st)
+	case c.Kind == tool.KindRead:
 		n := strings.Count(text, "\n") + 1
 		if text == "" {
 			n = 0
 		}
 		return []string{st.Dim(fmt.Sprintf("%d lines", n))}
 	}
-	return headLines(text, textLines, func(s string) string { return s }, st)
+	return headLines(text, lim(textLines), func(s string) string { return s }, st)
 }
 
 // tailLines keeps the last n lines, noting how many were hidden.
@@ -240,7 +318,7 @@ func tailLines(s string, n int, st Styles) []string {
 	ls := strings.Split(s, "\n")
 	var out []string
 	if len(ls) > n {
-		out = append(out, st.Dim(fmt.Sprintf("… +%d lines", len(ls)-n)))
+		out = append(out, st.Dim(fmt.Sprintf("… +%d lines %s", len(ls)-n, expandHint)))
 		ls = ls[len(ls)-n:]
 	}
 	for _, l := range ls {
@@ -258,7 +336,7 @@ func headLines(s string, n int, p func(string) string, st Styles) []string {
 	var out []string
 	for i, l := range ls {
 		if i == n {
-			out = append(out, st.Dim(fmt.Sprintf("… +%d lines", len(ls)-n)))
+			out = append(out, st.Dim(fmt.Sprintf("… +%d lines %s", len(ls)-n, expandHint)))
 			break
 		}
 		out = append(out, p(strings.ReplaceAll(l, "\t", "    ")))

@@ -2,8 +2,11 @@ package term
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dshq/dsh/bash/local"
 	fslocal "github.com/dshq/dsh/fs/local"
@@ -63,7 +66,7 @@ func TestCardCommandOutputTail(t *testing.T) {
 		Result: &tool.View{Kind: tool.KindExecute, Command: "make test", Output: strings.Join(out, "\n") + "\n", ExitCode: &code}}
 	got := joinRows(RenderCard(c, 60, 0, "", plain))
 	want := `● Bash make test · failed · 1.2s
-  ⎿ … +4 lines
+  ⎿ … +4 lines (ctrl-o to expand)
     line e
     line f
     line g
@@ -120,7 +123,7 @@ func TestCardErrorAndFallbacks(t *testing.T) {
     here
     and
     more
-    … +1 lines`
+    … +1 lines (ctrl-o to expand)`
 	if got != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 	}
@@ -188,5 +191,87 @@ func TestFmt(t *testing.T) {
 		if got := fmtTokens(n); got != want {
 			t.Errorf("fmtTokens(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestCardTimeCountsFromRunNotApproval(t *testing.T) {
+	c := &Card{Name: "bash", Start: 1000, Asked: 1100, State: CardWaiting,
+		Call: &tool.View{Kind: tool.KindExecute, Command: "make"}}
+	if got := joinRows(RenderCard(c, 80, 9100, "⠋", plain)); got != "? Bash make · awaiting approval 8.0s" {
+		t.Fatalf("waiting card: %q", got)
+	}
+	// Approved at 12.1s: the run's time starts there; the wait is named apart.
+	c.State, c.Ran = CardRunning, 12100
+	if got := joinRows(RenderCard(c, 80, 14100, "⠋", plain)); got != "⠋ Bash make · running 2.0s · waited 11s for approval" {
+		t.Fatalf("running card: %q", got)
+	}
+	c.State, c.End = CardDone, 20500
+	c.Result = &tool.View{Kind: tool.KindExecute, Command: "make", Output: "ok\n"}
+	if got := RenderCard(c, 80, 0, "", plain)[0]; got != "● Bash make · 8.4s · waited 11s for approval" {
+		t.Fatalf("finished card: %q", got)
+	}
+	// A call nobody was asked about counts from its call.
+	d := &Card{Name: "bash", Start: 1000, End: 3000, State: CardDone, Result: &tool.View{Command: "ls", Output: "a\n"}}
+	if got := RenderCard(d, 80, 0, "", plain)[0]; got != "● Bash ls · 2.0s" {
+		t.Fatalf("unasked card: %q", got)
+	}
+}
+
+func TestCardLiveOutputTail(t *testing.T) {
+	c := &Card{Name: "bash", Start: 0, State: CardRunning, Call: &tool.View{Kind: tool.KindExecute, Command: "build"}, Tail: &OutputTail{}}
+	for i := 1; i <= 300; i++ {
+		c.Tail.Write([]byte(fmt.Sprintf("step %d\n", i)))
+	}
+	c.Tail.Write([]byte("progress 10%\rprogress 90%")) // a progress bar redraws its line
+	c.Tail.Write([]byte("\x1b]52;c;aGk=\x07 evil\n"))  // control sequences are shown, never sent
+	got := joinRows(RenderCard(c, 60, 1000, "⠋", plain))
+	want := `⠋ Bash build · running 1.0s
+  ⎿ … +296 lines
+    step 297
+    step 298
+    step 299
+    step 300
+    progress 90%^[]52;c;aGk=^G evil`
+	if got != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+	c.Expanded = true
+	rows := RenderCard(c, 60, 1000, "⠋", plain)
+	// Expanded: every kept line (the last tailKeep), and how many were dropped.
+	if len(rows) != 1+1+tailKeep || !strings.Contains(rows[1], fmt.Sprintf("… +%d lines", 301-tailKeep)) || !strings.HasSuffix(rows[len(rows)-1], "evil") {
+		t.Fatalf("expanded running card has %d rows:\n%s", len(rows), joinRows(rows[:4]))
+	}
+	long := strings.Repeat("x", 5000)
+	var tl OutputTail
+	tl.Write([]byte(long + "\n"))
+	if ls, _ := tl.Lines(0); len(ls) != 1 || len(ls[0]) != tailLineMax {
+		t.Fatalf("a long line is kept whole: %d bytes", len(ls[0]))
+	}
+}
+
+func TestCardExpandShowsEverything(t *testing.T) {
+	var out []string
+	for i := 1; i <= 40; i++ {
+		out = append(out, fmt.Sprintf("line %d %s", i, strings.Repeat("w ", 40)))
+	}
+	c := &Card{Name: "bash", Start: 0, End: 1000, State: CardDone,
+		Result: &tool.View{Kind: tool.KindExecute, Command: "gen", Output: strings.Join(out, "\n")}}
+	collapsed := joinRows(RenderCard(c, 60, 0, "", plain))
+	if !strings.Contains(collapsed, "… +32 lines (ctrl-o to expand)") || strings.Contains(collapsed, "line 1 ") {
+		t.Fatalf("collapsed:\n%s", collapsed)
+	}
+	c.Expanded = true
+	rows := RenderCard(c, 60, 0, "", plain)
+	full := joinRows(rows)
+	if strings.Contains(full, "ctrl-o") || !strings.Contains(full, "line 1 w") || !strings.Contains(full, "line 40 w") {
+		t.Fatalf("expanded:\n%s", full)
+	}
+	for _, r := range rows {
+		if w := ansi.StringWidth(r); w > 60 {
+			t.Fatalf("row wider than the terminal (%d): %q", w, r)
+		}
+	}
+	if strings.Contains(full, "…") {
+		t.Fatalf("an expanded card cuts nothing:\n%s", full)
 	}
 }

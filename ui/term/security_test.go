@@ -171,7 +171,7 @@ func TestKeysJustAsTheQuestionOpensGoToTheEditor(t *testing.T) {
 	t.Cleanup(func() { approvalGrace = prev })
 	h := startUI(t, askFor("write"))
 	h.send("go\r")
-	h.wait("? Allow Write", "(answer keys in a moment…)", "y, a or n to answer (once the choices show)")
+	h.wait("? Allow Write", "(answer keys in a moment…)", "answer with the key in [ ] (once the choices show)")
 	h.send("a")
 	h.wait("(answer keys wait until your message is sent or cleared)", "› a", "keys go to your message")
 	h.send("y")

@@ -68,6 +68,9 @@ type Transcript struct {
 	// Totals and the latest figures, for the status line.
 	Total         llm.Usage
 	LastTurnUsage llm.Usage
+	// contextUsed is the size of the conversation as the model last saw
+	// it (the last step's prompt and answer), or a compaction's estimate.
+	contextUsed   int
 	Turns         int
 	Model         string
 	LastReasoning string
@@ -98,6 +101,11 @@ func (t *Transcript) Take() string {
 	t.out.Reset()
 	return s
 }
+
+// ContextUsed is the conversation's size in tokens as the model last saw
+// it: the last step's prompt plus its answer, or after a compaction the
+// compactor's estimate; 0 before the first answer.
+func (t *Transcript) ContextUsed() int { return t.contextUsed }
 
 // Busy reports whether a turn is open.
 func (t *Transcript) Busy() bool { return t.turnOpen }
@@ -179,7 +187,7 @@ func (t *Transcript) Apply(e session.Event) {
 			return
 		}
 		if c := t.card(r.CallID); c != nil {
-			c.State = CardWaiting
+			c.State, c.Asked = CardWaiting, e.Time
 		}
 	case session.TypeApprovalAnswer:
 		a, err := session.Decode[session.ApprovalAnswer](e)
@@ -187,7 +195,7 @@ func (t *Transcript) Apply(e session.Event) {
 			return
 		}
 		if c := t.card(a.CallID); c != nil {
-			c.State = CardRunning
+			c.State, c.Ran = CardRunning, e.Time
 			switch {
 			case !a.Allow && a.By == "user":
 				c.Note = "denied by you"
@@ -218,6 +226,7 @@ func (t *Transcript) Apply(e session.Event) {
 			t.LastCompactError = sanitize(end.Error)
 			t.block(t.st.Warn("✻ Compaction failed: " + t.LastCompactError))
 		case end.Before > 0:
+			t.contextUsed = end.After
 			t.block(t.st.Dim(fmt.Sprintf("✻ Conversation compacted: ~%s → ~%s tokens", fmtTokens(end.Before), fmtTokens(end.After))))
 		default:
 			t.block(t.st.Dim("✻ Conversation compacted"))
@@ -275,6 +284,8 @@ func (t *Transcript) message(m session.AssistantMessage) {
 		t.Model = m.Model
 	}
 	if m.Usage != nil {
+		u := *m.Usage
+		t.contextUsed = u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.OutputTokens
 		t.turnUsage.Add(*m.Usage)
 		t.Total.Add(*m.Usage)
 		t.usageSeen = true
@@ -378,6 +389,19 @@ func (t *Transcript) result(r session.ToolResult, at int64) {
 		return // the todo/write checklist already showed it
 	}
 	t.block(strings.Join(RenderCard(c, t.width(), at, "●", t.st), "\n"))
+}
+
+// Output adds output a running call produced (see tool.Progress) to its
+// card's tail; output of a call with no running card is dropped.
+func (t *Transcript) Output(id llm.CallID, p []byte) {
+	c := t.card(id)
+	if c == nil || c.State == CardDone || c.State == CardFailed {
+		return
+	}
+	if c.Tail == nil {
+		c.Tail = &OutputTail{}
+	}
+	c.Tail.Write(p)
 }
 
 func removeCard(cs []*Card, c *Card) []*Card {

@@ -33,7 +33,6 @@ import (
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
-	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/tool"
@@ -131,6 +130,7 @@ type ui struct {
 	hist *History
 	tr   *Transcript
 	dec  Decoder
+	feed outputFeed
 
 	status    agent.Status
 	busySince time.Time
@@ -240,6 +240,16 @@ func Run(ctx context.Context, o Options) error {
 			}
 			return nil
 		}),
+		u.app.Host.Tools.Progress.Listen(func(_ context.Context, p tool.Progress) error {
+			c := u.cur.Load()
+			if c == nil || p.Call.Host == nil || p.Call.Host.SessionID() != string(c.sess.ID()) {
+				return nil
+			}
+			if u.feed.add(p.Call.ID, p.Output) {
+				u.q.push(outputMsg{cur: c})
+			}
+			return nil
+		}),
 		hub.Status.Listen(func(_ context.Context, sc agent.StatusChange) error {
 			if c := u.cur.Load(); c != nil && sc.Agent == c.ag {
 				u.q.push(statusMsg{ag: sc.Agent, status: sc.Status})
@@ -340,7 +350,7 @@ func (u *ui) loop(ctx context.Context) {
 	defer tick.Stop()
 	var escTimer <-chan time.Time
 	var drawTimer <-chan time.Time
-	dirty := false
+	dirty, lazy := false, false
 	for !u.quit {
 		select {
 		case <-ctx.Done():
@@ -348,9 +358,18 @@ func (u *ui) loop(ctx context.Context) {
 		case <-u.q.ready:
 			for _, m := range u.q.drain() {
 				u.handle(m)
+				if _, ok := m.(outputMsg); ok {
+					// A command's output is shown at the spinner's pace:
+					// a chatty command must not cost a redraw per line.
+					lazy = true
+				} else {
+					dirty = true
+				}
 			}
-			dirty = true
 		case <-tick.C:
+			if lazy {
+				lazy, dirty = false, true
+			}
 			if u.animating() {
 				u.frame++
 				dirty = true
@@ -446,6 +465,14 @@ func (u *ui) handle(m any) {
 				u.holdAnswers() // the next question, if any, is new
 			}
 			u.approvals = slices.Delete(u.approvals, i, i+1)
+		}
+	case outputMsg:
+		ids, out := u.feed.take()
+		if m.cur != u.cur.Load() {
+			return
+		}
+		for _, id := range ids {
+			u.tr.Output(id, out[id])
 		}
 	case compactDone:
 		u.compacted(m)
@@ -872,7 +899,7 @@ func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
 		crow, ccol = len(rows)+r, c
 		rows = append(rows, in...)
 	}
-	rows = append(rows, ansi.Truncate(u.statusLine(), w, "…"))
+	rows = append(rows, u.statusLine(w))
 	return rows, crow, ccol
 }
 
@@ -888,31 +915,6 @@ func (u *ui) activity() string {
 		return "Writing…"
 	}
 	return "Working…"
-}
-
-func (u *ui) statusLine() string {
-	if u.hint != "" {
-		return u.st.Warn(u.hint)
-	}
-	switch {
-	case u.reasonEd != nil:
-		return u.st.Dim("  enter sends the reason (or denies without one) · esc denies")
-	case len(u.approvals) > 0 && u.ed.Text() != "":
-		return u.st.Dim("  keys go to your message: enter sends it, ctrl-u clears it; then y, a or n answers · esc denies")
-	case len(u.approvals) > 0:
-		return u.st.Dim("  y, a or n to answer (once the choices show) · esc denies · ctrl-c denies and interrupts")
-	case u.busy():
-		return u.st.Dim("  esc or ctrl-c to interrupt · enter to steer")
-	}
-	parts := []string{u.modelLabel()}
-	if m := u.mode(); m != "" && m != string(permission.ModeDefault) {
-		parts = append(parts, u.st.Warn("⏵⏵ "+m)+u.st.Dim(" (shift-tab)"))
-	}
-	if u.tr.Turns > 0 {
-		parts = append(parts, u.st.Dim(fmt.Sprintf("%s in · %s out", fmtTokens(u.tr.Total.InputTokens+u.tr.Total.CacheReadTokens+u.tr.Total.CacheWriteTokens), fmtTokens(u.tr.Total.OutputTokens))))
-	}
-	parts = append(parts, u.st.Dim(shortPath(u.cwd(), u.o.Env)), u.st.Dim("/help"))
-	return "  " + strings.Join(parts, u.st.Dim(" · "))
 }
 
 // approvalRows draws the open question; the cursor is placed only while a

@@ -379,9 +379,9 @@ func TestRunWithPermissionLayer(t *testing.T) {
 	h.send("/permissions\r")
 	h.wait("permission mode: default", "(session)")
 	h.send("\x1b[Z") // shift-tab
-	h.wait("permission mode: acceptEdits", "⏵⏵ acceptEdits")
+	h.wait("permission mode: acceptEdits", "⏵⏵ accept edits")
 	h.send("/permissions mode plan\r")
-	h.wait("permission mode: plan", "⏵⏵ plan")
+	h.wait("permission mode: plan", "⏸ plan mode")
 	h.send("/permissions mode nope\r")
 	h.wait(`unknown mode "nope"`)
 	h.exit()
@@ -395,4 +395,19 @@ func testConfig(t *testing.T, layers ...settings.File) *settings.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func TestFooterShowsModeAndContextInEveryState(t *testing.T) {
+	h := startUIWith(t, func(o *app.Options) { o.Config = testConfig(t) }, nil)
+	h.wait("default mode (shift-tab)")
+	h.send("go\r")
+	// While a question is open the footer still names the mode.
+	h.wait("? Allow Bash ls -la | head -n 20", "default mode (shift-tab) · answer with the key", "[y] allow once")
+	h.send("y")
+	h.wait("? Allow Write dsh-demo-note.txt?", "[y] allow once")
+	h.send("y")
+	h.wait("That was the whole loop", "✻ ")
+	// Idle: the context used shows as a share of the demo model's window.
+	h.wait("default mode (shift-tab) · ", " · context <1% · ")
+	h.exit()
 }
