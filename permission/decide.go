@@ -46,6 +46,9 @@ type decider struct {
 	// one decision only, so a symbolic link changed later is seen.
 	realDirs map[string]string
 	realInfo map[string]os.FileInfo
+	// placed caches, for the bash line being decided, where each path
+	// argument may be.
+	placed map[string][]string
 }
 
 // resolve is resolve(abs) for an absolute, clean path, resolving each
@@ -83,12 +86,10 @@ func (d *decider) resolveUncached(abs string) string {
 	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return resolve(real)
 	}
-	if err == nil {
-		if d.realInfo == nil {
-			d.realInfo = make(map[string]os.FileInfo, 16)
-		}
-		d.realInfo[real] = fi
+	if d.realInfo == nil {
+		d.realInfo = make(map[string]os.FileInfo, 16)
 	}
+	d.realInfo[real] = fi // nil: it does not exist
 	return real
 }
 

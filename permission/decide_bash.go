@@ -447,13 +447,22 @@ func (d *decider) commandPaths(cmd *analysis.Command, ld *lineDirs) verdict {
 // places are the absolute paths a path argument may name: itself when
 // absolute, else relative to every directory the line may be in.
 func (d *decider) places(p string, ld *lineDirs) []string {
+	if out, ok := d.placed[p]; ok {
+		return out
+	}
+	var out []string
 	if filepath.IsAbs(p) {
-		return []string{filepath.Clean(p)}
+		out = []string{filepath.Clean(p)}
+	} else {
+		out = make([]string, len(ld.dirs))
+		for i, dir := range ld.dirs {
+			out[i] = absPath(p, dir)
+		}
 	}
-	out := make([]string, len(ld.dirs))
-	for i, dir := range ld.dirs {
-		out[i] = absPath(p, dir)
+	if d.placed == nil {
+		d.placed = make(map[string][]string, 16)
 	}
+	d.placed[p] = out // one line, one set of directories
 	return out
 }
 

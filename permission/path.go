@@ -25,6 +25,9 @@ type pathPattern struct {
 	// base is the literal (meta-free) directory prefix of an absolute
 	// pattern, used to see whether a directory search could reach it.
 	base string
+	// patAll and realAll are pat and real with "/**" appended: what is
+	// inside a path the pattern names (built once, not per match).
+	patAll, realAll string
 }
 
 // compilePathPattern turns a rule's path specifier into a pattern:
@@ -63,8 +66,10 @@ func compilePathPattern(spec, home string) (pathPattern, error) {
 		if real, err := realpath(base); err == nil && real != base {
 			rest := strings.TrimPrefix(s, escapeGlob(base))
 			p.real = escapeGlob(real) + rest
+			p.realAll = p.real + "/**"
 		}
 	}
+	p.patAll = p.pat + "/**"
 	return p, nil
 }
 
@@ -80,12 +85,12 @@ func (pp *pathPattern) matches(p, root string) bool {
 		if err != nil {
 			return false
 		}
-		return globMatch(pp.pat, filepath.ToSlash(r))
+		return globMatch(pp.pat, pp.patAll, filepath.ToSlash(r))
 	}
-	if globMatch(pp.pat, p) {
+	if globMatch(pp.pat, pp.patAll, p) {
 		return true
 	}
-	return pp.real != "" && globMatch(pp.real, p)
+	return pp.real != "" && globMatch(pp.real, pp.realAll, p)
 }
 
 // under reports whether a search rooted at dir (absolute, cleaned) can reach
@@ -102,11 +107,8 @@ func (pp *pathPattern) under(dir, root string) bool {
 	return base != "" && within(base, dir)
 }
 
-func globMatch(pat, name string) bool {
-	if doublestar.MatchUnvalidated(pat, name) {
-		return true
-	}
-	return doublestar.MatchUnvalidated(pat+"/**", name)
+func globMatch(pat, patAll, name string) bool {
+	return doublestar.MatchUnvalidated(pat, name) || doublestar.MatchUnvalidated(patAll, name)
 }
 
 // escapeGlob escapes the glob metacharacters of a literal path.
@@ -137,7 +139,7 @@ func within(p, dir string) bool {
 // about the file the tool will touch.
 func absPath(raw, base string) string {
 	if !filepath.IsAbs(raw) {
-		raw = filepath.Join(base, raw)
+		return filepath.Join(base, raw) // cleaned
 	}
 	return filepath.Clean(raw)
 }

@@ -88,7 +88,7 @@ func (p *parsedArgs) values(names ...string) []Word {
 
 // read reads words (the arguments, without the program name) by g.
 func (g *grammar) read(words []Word) parsedArgs {
-	var p parsedArgs
+	p := parsedArgs{operands: make([]Word, 0, len(words))}
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		v := w.Value
