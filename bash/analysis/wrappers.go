@@ -154,6 +154,17 @@ func (w wrapper) unwrap(an *analyzer, args []Word, text string, depth int) unwra
 	return unwrapped{next: next, ok: ok}
 }
 
+// readOptions reads a wrapper's arguments by g; a word known only at run
+// time where an option may stand makes the line unanalysable (false).
+func (an *analyzer) readOptions(g grammar, args []Word, text string) (parsedArgs, bool) {
+	p := g.read(args)
+	if p.dynamic {
+		an.problem("an option in %q is only known at run time", text)
+		return p, false
+	}
+	return p, true
+}
+
 // viaShell reads a command string a wrapper hands to a shell (su -c,
 // watch, script -c) as commands of the line.
 func (an *analyzer) viaShell(s Word, text string, depth int) unwrapped {
@@ -177,9 +188,8 @@ func (an *analyzer) unwrapSu(args []Word, text string, depth int) unwrapped {
 		return unwrapped{next: p.operands, ok: len(p.operands) > 0}
 	}
 	g.stop = false // su permutes: su root -c 'cmd'
-	p := g.read(args)
-	if p.dynamic {
-		an.problem("an option in %q is only known at run time", text)
+	p, ok := an.readOptions(g, args, text)
+	if !ok {
 		return unwrapped{}
 	}
 	for _, sh := range p.values("-s", "--shell") {
@@ -246,9 +256,8 @@ func (an *analyzer) unwrapFlock(args []Word, text string, depth int) unwrapped {
 func (an *analyzer) unwrapScript(args []Word, text string, depth int) unwrapped {
 	g := grammar{valued: "cEIOBTmo", optional: "t", long: []string{"--command", "--echo", "--log-in", "--log-out", "--log-io",
 		"--log-timing", "--logging-format", "--output-limit"}}
-	p := g.read(args)
-	if p.dynamic {
-		an.problem("an option in %q is only known at run time", text)
+	p, ok := an.readOptions(g, args, text)
+	if !ok {
 		return unwrapped{}
 	}
 	for _, f := range p.values("-I", "-O", "-B", "-T", "-t", "--log-in", "--log-out", "--log-io", "--log-timing", "--timing") {
@@ -270,10 +279,9 @@ func (an *analyzer) unwrapScript(args []Word, text string, depth int) unwrapped 
 // hands them to sh -c, unless -x (--exec) runs them as they are.
 func (an *analyzer) unwrapWatch(args []Word, text string, depth int) unwrapped {
 	g := grammar{stop: true, valued: "nq", optional: "d", long: []string{"--interval", "--equexit"}}
-	p := g.read(args)
+	p, ok := an.readOptions(g, args, text)
 	switch {
-	case p.dynamic:
-		an.problem("an option in %q is only known at run time", text)
+	case !ok:
 		return unwrapped{}
 	case len(p.operands) == 0:
 		return unwrapped{}
@@ -287,10 +295,9 @@ func (an *analyzer) unwrapWatch(args []Word, text string, depth int) unwrapped {
 // string for the shell.
 func (an *analyzer) unwrapEntr(args []Word, text string, depth int) unwrapped {
 	g := grammar{stop: true}
-	p := g.read(args)
+	p, ok := an.readOptions(g, args, text)
 	switch {
-	case p.dynamic:
-		an.problem("an option in %q is only known at run time", text)
+	case !ok:
 		return unwrapped{}
 	case len(p.operands) == 0:
 		return unwrapped{}
@@ -307,9 +314,8 @@ func (an *analyzer) unwrapTracer(args []Word, text string, depth int) unwrapped 
 	g := grammar{stop: true, valued: "abeEIoOpPsSuUXAlDFnwx", long: []string{"--output", "--attach", "--user", "--env", "--trace-path",
 		"--string-limit", "--summary-sort-by", "--columns", "--signal", "--trace", "--abbrev", "--verbose", "--raw", "--read", "--write",
 		"--inject", "--fault", "--status", "--quiet", "--decode-pids", "--secontext", "--align", "--library", "--indent"}}
-	p := g.read(args)
-	if p.dynamic {
-		an.problem("an option in %q is only known at run time", text)
+	p, ok := an.readOptions(g, args, text)
+	if !ok {
 		return unwrapped{}
 	}
 	for _, o := range p.values("-o", "--output") {
