@@ -57,8 +57,8 @@ func TestClaudeCodeGoldens(t *testing.T) {
 			golden := readGolden(t, tc.name+".stream.jsonl")
 			goldenJSON := readGolden(t, tc.name+".json")
 			for _, format := range []string{"stream-json", "json"} {
-				var e *env
-				e = newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply { return tc.reply(e)(req) })
+				e := newEnv(t, nil)
+				e.model.SetReply(tc.reply(e))
 				if err := os.WriteFile(filepath.Join(e.dir, "notes.txt"), []byte("hello world\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}

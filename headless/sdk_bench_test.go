@@ -65,8 +65,8 @@ func dshBinOrSkip(b *testing.B) string {
 // then answers; requests without a read tool (helper calls) get a plain
 // answer.
 func benchEnv(b *testing.B, steps int) *env {
-	var e *env
-	e = newBenchEnv(b, func(req fakeanthropic.Request) fakeanthropic.Reply {
+	e := newBenchEnv(b, nil)
+	e.model.SetReply(func(req fakeanthropic.Request) fakeanthropic.Reply {
 		name, ok := req.HasTool("read", "Read")
 		if !ok {
 			return fakeanthropic.Reply{Text: "ok"}

@@ -144,8 +144,8 @@ func TestSDKMultiTurnStreamingInput(t *testing.T) {
 }
 
 func TestSDKCanUseToolDeniesAndRewrites(t *testing.T) {
-	var e *env
-	e = newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+	e := newEnv(t, nil)
+	e.model.SetReply(func(req fakeanthropic.Request) fakeanthropic.Reply {
 		switch len(toolResultsOf(req)) {
 		case 0:
 			return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_deny", Name: "write", Input: map[string]string{"file_path": filepath.Join(e.dir, "denied.txt"), "content": "no"}}}}
@@ -370,8 +370,8 @@ func TestAgentsFlag(t *testing.T) {
 // --permission-prompt-tool routes approvals to an MCP tool (here the SDK's
 // in-process one); its allow with updatedInput is the consistent rewrite.
 func TestSDKPermissionPromptTool(t *testing.T) {
-	var e *env
-	e = newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+	e := newEnv(t, nil)
+	e.model.SetReply(func(req fakeanthropic.Request) fakeanthropic.Reply {
 		if len(req.ToolResults()) > 0 {
 			return fakeanthropic.Reply{Text: "written"}
 		}
@@ -392,8 +392,8 @@ func TestSDKPermissionPromptTool(t *testing.T) {
 
 // set_permission_mode and set_model act on the running session.
 func TestSDKSetPermissionModeAndModel(t *testing.T) {
-	var e *env
-	e = newEnv(t, func(req fakeanthropic.Request) fakeanthropic.Reply {
+	e := newEnv(t, nil)
+	e.model.SetReply(func(req fakeanthropic.Request) fakeanthropic.Reply {
 		last := req.Messages[len(req.Messages)-1]
 		if len(last.Content) > 0 && last.Content[0].Type == "tool_result" {
 			return fakeanthropic.Reply{Text: "tool said: " + strings.TrimSpace(fakeanthropic.Request{Messages: []fakeanthropic.Message{{Role: "user", Content: last.Content[0].Content}}}.Text())}

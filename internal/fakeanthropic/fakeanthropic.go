@@ -169,8 +169,8 @@ type ToolUse struct {
 // Server is the fake API.
 type Server struct {
 	URL string
-	// Reply computes the answer to a request; it is called concurrently.
-	Reply func(Request) Reply
+	// reply computes the answer to a request; it is called concurrently.
+	reply func(Request) Reply
 
 	ln  net.Listener
 	srv *http.Server
@@ -185,10 +185,18 @@ func Start(reply func(Request) Reply) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), Reply: reply, ln: ln}
+	s := &Server{URL: "http://" + ln.Addr().String(), reply: reply, ln: ln}
 	s.srv = &http.Server{Handler: s}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// SetReply replaces the reply function (a test that needs values made
+// after Start, such as directories, sets it then).
+func (s *Server) SetReply(f func(Request) Reply) {
+	s.mu.Lock()
+	s.reply = f
+	s.mu.Unlock()
 }
 
 // Close stops the server.
@@ -223,8 +231,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log = append(s.log, req)
 	s.n++
 	n := s.n
+	reply := s.reply
 	s.mu.Unlock()
-	rep := s.Reply(req)
+	rep := Reply{Text: "ok"}
+	if reply != nil {
+		rep = reply(req)
+	}
 	if rep.Status != 0 {
 		typ := rep.ErrorType
 		if typ == "" {
