@@ -233,7 +233,9 @@ func TestBypassClassesEndToEnd(t *testing.T) {
 	}, {
 		// A sandbox answers the questions asked for lack of certainty, not
 		// those about files that run code later, outside it.
-		name: "8-repository-config-sandboxed", mode: "default", sandbox: "workspace-write",
+		// (acceptEdits, so the ordinary write runs whether or not this
+		// machine can sandbox.)
+		name: "8-repository-config-sandboxed", mode: "acceptEdits", sandbox: "workspace-write",
 		setup: func(t *testing.T, dir, _ string) { gitInit(t, dir) },
 		steps: func(dir, outside, p string) []step {
 			return []step{
