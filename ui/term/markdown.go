@@ -21,14 +21,27 @@ import (
 // glamour links chroma and bluemonday, whose package initialisation alone
 // cost about 45 ms at every dsh start (measured with GODEBUG=inittrace=1),
 // more than the whole start-up budget.
+//
+// Code blocks are coloured by [highlighter] (see highlight.go for why not
+// chroma), diff blocks line by line.
 type markdown struct {
 	st    Styles
 	plain bool
 	md    goldmark.Markdown
+	// pal is built on the first code block.
+	pal *codePalette
 }
 
 func newMarkdown(plain bool, _ func(string) string) *markdown {
 	return &markdown{st: NewStyles(plain), plain: plain, md: goldmark.New(goldmark.WithExtensions(extension.GFM))}
+}
+
+func (m *markdown) palette() *codePalette {
+	if m.pal == nil {
+		p := newCodePalette(m.plain)
+		m.pal = &p
+	}
+	return m.pal
 }
 
 // Render returns text as terminal rows (no trailing newline).
@@ -86,9 +99,15 @@ func (r *mdRender) block(n gast.Node, prefix string) {
 	case *gast.Heading:
 		r.blank()
 		t := r.inline(n)
-		if n.Level <= 2 {
-			t = st.Accent(t)
-		} else {
+		switch {
+		case st.Plain:
+			// No styles to tell a heading from a paragraph: keep its marks.
+			t = strings.Repeat("#", n.Level) + " " + t
+		case n.Level == 1:
+			t = st.H1(t)
+		case n.Level == 2:
+			t = st.H2(t)
+		default:
 			t = st.Bold(t)
 		}
 		r.wrap(t, prefix, prefix)
@@ -100,16 +119,29 @@ func (r *mdRender) block(n gast.Node, prefix string) {
 		}
 	case *gast.FencedCodeBlock, *gast.CodeBlock:
 		r.blank()
-		if fc, ok := n.(*gast.FencedCodeBlock); ok {
+		info := ""
+		if fc, ok := n.(*gast.FencedCodeBlock); ok && fc.Info != nil {
+			info = string(fc.Info.Segment.Value(r.src))
 			if lang := string(fc.Language(r.src)); lang != "" {
 				r.lines = append(r.lines, prefix+st.Dim("  "+lang))
 			}
 		}
+		diff := isDiffLang(info)
+		h := &highlighter{pal: r.m.palette()}
+		if !diff {
+			h.l = lookupLang(info)
+		}
 		ls := n.Lines()
 		for i := 0; i < ls.Len(); i++ {
 			seg := ls.At(i)
-			line := strings.TrimRight(string(seg.Value(r.src)), "\n")
-			r.lines = append(r.lines, prefix+"  "+st.Hunk(line))
+			line := strings.ReplaceAll(strings.TrimRight(string(seg.Value(r.src)), "\r\n"), "\t", "    ")
+			switch {
+			case diff:
+				line = diffLineStyle(line, st)
+			case h.l != nil:
+				line = h.line(line)
+			}
+			r.lines = append(r.lines, prefix+"  "+line)
 		}
 		r.lines = append(r.lines, "")
 	case *gast.List:
@@ -182,6 +214,12 @@ func (r *mdRender) table(t *east.Table, prefix string) {
 			widths[i] = max(widths[i], ansi.StringWidth(c))
 		}
 	}
+	align := func(i int) east.Alignment {
+		if i < len(t.Alignments) {
+			return t.Alignments[i]
+		}
+		return east.AlignNone
+	}
 	r.blank()
 	for k, row := range rows {
 		var b strings.Builder
@@ -192,15 +230,31 @@ func (r *mdRender) table(t *east.Table, prefix string) {
 			if k == 0 {
 				c = r.m.st.Bold(c)
 			}
-			b.WriteString(c + strings.Repeat(" ", widths[i]-ansi.StringWidth(c)+boldExtra(k, c)))
+			pad := widths[i] - ansi.StringWidth(c)
+			switch align(i) {
+			case east.AlignRight:
+				b.WriteString(strings.Repeat(" ", pad) + c)
+			case east.AlignCenter:
+				b.WriteString(strings.Repeat(" ", pad/2) + c + strings.Repeat(" ", pad-pad/2))
+			default:
+				b.WriteString(c + strings.Repeat(" ", pad))
+			}
 		}
 		r.lines = append(r.lines, prefix+strings.TrimRight(b.String(), " "))
+		if k == 0 && len(rows) > 1 {
+			// The rule under the header row.
+			var sep strings.Builder
+			for i := range row {
+				if i > 0 {
+					sep.WriteString("─┼─")
+				}
+				sep.WriteString(strings.Repeat("─", widths[i]))
+			}
+			r.lines = append(r.lines, prefix+r.m.st.Dim(sep.String()))
+		}
 	}
 	r.lines = append(r.lines, "")
 }
-
-// boldExtra is zero: padding is computed on visible width already.
-func boldExtra(int, string) int { return 0 }
 
 // inline renders the inline children of n as one styled string.
 func (r *mdRender) inline(n gast.Node) string {
@@ -231,7 +285,7 @@ func (r *mdRender) inlineNode(b *strings.Builder, n gast.Node) {
 		if st.Plain {
 			b.WriteString("`" + t.String() + "`")
 		} else {
-			b.WriteString(st.Accent(t.String()))
+			b.WriteString(st.Code(t.String()))
 		}
 	case *gast.Emphasis:
 		inner := r.inline(n)

@@ -39,9 +39,14 @@ type Transcript struct {
 	out   strings.Builder
 	wrote bool
 
-	// The streaming step.
-	text      strings.Builder
-	reasoning strings.Builder
+	// The streaming step. split finds the complete Markdown blocks of
+	// text; the first shown bytes of it are committed already (and the
+	// reasoning before them, when thoughtShown).
+	text         strings.Builder
+	split        blockSplitter
+	shown        int
+	thoughtShown bool
+	reasoning    strings.Builder
 	preparing map[int]*prepCall
 	prepOrder []int
 
@@ -172,8 +177,9 @@ func (t *Transcript) Apply(e session.Event) {
 		if err != nil {
 			return
 		}
+		streamed := streamedPart{text: t.text.String()[:t.shown], thought: t.thoughtShown}
 		t.clearStream()
-		t.message(m)
+		t.message(m, streamed)
 	case session.TypeToolCall:
 		c, err := session.Decode[session.ToolCall](e)
 		if err != nil {
@@ -244,6 +250,7 @@ func (t *Transcript) chunk(c llm.Chunk) {
 	switch c.Type {
 	case llm.ChunkTextDelta:
 		t.text.WriteString(sanitize(c.Text))
+		t.commitBlocks()
 	case llm.ChunkReasoningDelta:
 		t.reasoning.WriteString(sanitize(c.Text))
 	case llm.ChunkToolCallDelta:
@@ -260,8 +267,28 @@ func (t *Transcript) chunk(c llm.Chunk) {
 	}
 }
 
+// commitBlocks commits the streamed answer's complete Markdown blocks
+// (see stream.go), after the reasoning that came before them.
+func (t *Transcript) commitBlocks() {
+	s := t.text.String()
+	cut := t.split.scan(s)
+	if cut <= t.shown {
+		return
+	}
+	if r := strings.TrimSpace(t.reasoning.String()); r != "" && !t.thoughtShown {
+		t.LastReasoning = r
+		t.block(t.thinking(r))
+		t.thoughtShown = true
+	}
+	if part := s[t.shown:cut]; strings.TrimSpace(part) != "" {
+		t.block(t.md.Render(part, t.width()))
+	}
+	t.shown = cut
+}
+
 func (t *Transcript) clearStream() {
 	t.text.Reset()
+	t.split, t.shown, t.thoughtShown = blockSplitter{}, 0, false
 	t.reasoning.Reset()
 	clear(t.preparing)
 	t.prepOrder = t.prepOrder[:0]
@@ -273,13 +300,42 @@ func (t *Transcript) flushStream() {
 	if r := strings.TrimSpace(t.reasoning.String()); r != "" && t.text.Len() == 0 {
 		t.block(t.thinking(r))
 	}
-	if s := strings.TrimSpace(t.text.String()); s != "" {
+	if s := strings.TrimSpace(t.text.String()[t.shown:]); s != "" {
 		t.block(t.prefixed(s, "  ", "  ") + "\n" + t.st.Dim("  (incomplete)"))
+	} else if t.shown > 0 {
+		t.block(t.st.Dim("  (incomplete)"))
 	}
 	t.clearStream()
 }
 
-func (t *Transcript) message(m session.AssistantMessage) {
+// streamedPart is what of a message was committed while it streamed: the
+// first bytes of its text, and its reasoning.
+type streamedPart struct {
+	text    string
+	thought bool
+}
+
+// unshown returns what of a text block is left to show after the streamed
+// part, advancing it.
+func (p *streamedPart) unshown(text string) string {
+	switch {
+	case p.text == "":
+		return text
+	case strings.HasPrefix(p.text, text):
+		p.text = p.text[len(text):]
+		return ""
+	case strings.HasPrefix(text, p.text):
+		rest := text[len(p.text):]
+		p.text = ""
+		return rest
+	}
+	// The message is not what streamed (an adapter that rewrote it): show
+	// it whole rather than lose any of it.
+	p.text = ""
+	return text
+}
+
+func (t *Transcript) message(m session.AssistantMessage, streamed streamedPart) {
 	if m.Model != "" {
 		t.Model = m.Model
 	}
@@ -295,13 +351,17 @@ func (t *Transcript) message(m session.AssistantMessage) {
 		case llm.BlockReasoning:
 			if r := strings.TrimSpace(sanitize(b.Text)); r != "" {
 				t.LastReasoning = r
+				if streamed.thought {
+					streamed.thought = false // committed with the first block
+					continue
+				}
 				t.block(t.thinking(r))
 			} else if b.Redacted != "" {
 				t.block(t.st.Dim("✻ (redacted thinking)"))
 			}
 		case llm.BlockText:
-			if strings.TrimSpace(b.Text) != "" {
-				t.block(t.md.Render(sanitize(b.Text), t.width()))
+			if text := streamed.unshown(sanitize(b.Text)); strings.TrimSpace(text) != "" {
+				t.block(t.md.Render(text, t.width()))
 			}
 		}
 	}
@@ -564,13 +624,14 @@ func (t *Transcript) Live(width int, now int64, frame string, maxRows int) []str
 			rows = append(rows, ansi.Truncate(t.st.Dim(t.st.Italic("✻ "+ls[len(ls)-1])), width, "…"))
 		}
 	}
-	if s := strings.Trim(t.text.String(), "\n"); s != "" {
-		ls := wrapLines(s, width-2)
+	if s := strings.Trim(t.text.String()[t.shown:], "\n"); s != "" {
+		// The block being written, rendered as it will be committed.
+		ls := strings.Split(t.md.Render(closeInline(s, t.split.fence != ""), width), "\n")
 		if len(ls) > maxRows && maxRows > 0 {
 			ls = append([]string{t.st.Dim("  …")}, ls[len(ls)-maxRows+1:]...)
 		}
 		for _, l := range ls {
-			rows = append(rows, "  "+l)
+			rows = append(rows, ansi.Truncate(l, width, "…"))
 		}
 	}
 	for _, i := range t.prepOrder {

@@ -199,14 +199,16 @@ func TestTranscriptMarkdownAndLongStream(t *testing.T) {
 			t.Errorf("row wider than 40 (%d): %q", w, l)
 		}
 	}
-	// Streaming text shows only its tail in the live region.
+	// Streaming text shows only its tail in the live region (here an
+	// open code block: nothing is complete yet).
 	var sb strings.Builder
+	sb.WriteString("```\n")
 	for i := range 30 {
 		sb.WriteString("line " + string(rune('A'+i)) + "\n")
 	}
 	tr.Apply(mkEvent(t, session.TypeAssistantChunk, session.AssistantChunk{Chunk: llm.TextChunk(0, sb.String())}))
 	live := tr.Live(40, 0, "", 4)
-	if len(live) != 4 || !strings.Contains(live[0], "…") || live[3] != "  line ^" || live[2] != "  line ]" {
+	if len(live) != 4 || !strings.Contains(live[0], "…") || live[3] != "    line ^" || live[2] != "    line ]" {
 		t.Fatalf("live tail: %q", live)
 	}
 }
