@@ -434,6 +434,11 @@ func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decisi
 		cwd = c.cwd
 	}
 	mode, rules := c.rulesFor(sessionOf(call))
+	if forceAllow != nil {
+		if reason, ok := forceAllow(call); ok {
+			return Decision{Behavior: Allow, Mode: mode, Reason: reason}
+		}
+	}
 	d := &decider{c: c, mode: mode, rules: rules, cwd: filepath.Clean(cwd), call: call, name: canonical(call.Name)}
 	v := d.decide()
 	out := Decision{Behavior: v.behavior, Mode: mode, Reason: v.reason, Suggest: v.suggest, File: v.file, firm: v.firm}

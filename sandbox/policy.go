@@ -32,6 +32,11 @@ type Policy struct {
 	// Unenforced lists rules the kernel cannot apply, with why; the
 	// permission layer still checks them for the tools it sees.
 	Unenforced []string `json:"unenforced,omitempty"`
+	// Cache is where sandboxed commands keep their private caches (the Go
+	// build and module caches, npm's, XDG_CACHE_HOME) across commands and
+	// sessions: a directory of dsh's home, written only by sandboxed
+	// commands and read only by them. Empty: caches live as long as dsh.
+	Cache string `json:"cache,omitempty"`
 	// Network says what may be reached.
 	Network NetworkPolicy `json:"network"`
 	// Limits are resource limits for every process of the command.
@@ -43,6 +48,13 @@ type Policy struct {
 type Entry struct {
 	Path string `json:"path"`
 	Why  string `json:"why"`
+	// Refuse, on a hidden path, makes reads of it fail (EACCES: the
+	// program says "Permission denied") instead of finding it empty. Read
+	// deny rules refuse: the user asked for the file to be unreadable, and
+	// a visible refusal tells the model why. The built-in secret stores
+	// read as empty, so that tools which tolerate a missing ~/.npmrc or
+	// ~/.ssh keep working.
+	Refuse bool `json:"refuse,omitempty"`
 }
 
 // NetworkPolicy is the network part of a policy.
@@ -186,6 +198,9 @@ func Compile(in Inputs) (*Policy, error) {
 		}
 	}
 	if in.Mode == ModeWorkspaceWrite {
+		if in.DshHome != "" {
+			p.Cache = filepath.Join(filepath.Clean(in.DshHome), "sandbox", "cache")
+		}
 		p.Writable = append(roots, p.Writable...)
 		for _, root := range roots {
 			for _, name := range ProtectedNames {
@@ -225,7 +240,7 @@ func Compile(in Inputs) (*Policy, error) {
 // when the rest matches everything below it, else the files it matches now.
 func (p *Policy) hide(pat, why string) {
 	for _, path := range p.expand(pat, why) {
-		p.Hidden = append(p.Hidden, Entry{Path: path, Why: why})
+		p.Hidden = append(p.Hidden, Entry{Path: path, Why: why, Refuse: true})
 	}
 }
 

@@ -171,6 +171,10 @@ type Report struct {
 	// Blocked lists network requests the proxy refused, each with its
 	// reason ("blocked github.io:443: not in sandbox.network.allow").
 	Blocked []string
+	// Leftovers is how many processes the command left running when its
+	// shell exited (daemons, background jobs): they were stopped, in every
+	// mode, because a finished command leaves nothing behind.
+	Leftovers int
 }
 
 // Process is one wrapped command, between [Sandbox.Wrap] and its end.

@@ -227,14 +227,33 @@ import socket,threading
 s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen()
 threading.Thread(target=lambda: s.accept()[0].send(b"served-inside")).start()
 c=socket.create_connection(s.getsockname()); print(c.recv(64).decode())'`, "served-inside"},
+		{"go build and test", `mkdir -p gomod && cd gomod && git init -q && printf 'module m\n\ngo 1.22\n' > go.mod && printf 'package main\nimport "fmt"\nfunc main() { fmt.Println("built-by-go") }\n' > main.go && printf 'package main\nimport "testing"\nfunc TestOK(t *testing.T) {}\n' > main_test.go && go build -o app . && ./app && go test -count=1 . && echo poison > "$GOCACHE/poison"`, "built-by-go"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res := run(t, e, bash.ExecRequest{Command: c.cmd, Workdir: env.ws, Sandbox: p, Env: map[string]string{"HOME": env.home}})
+			res := run(t, e, bash.ExecRequest{Command: c.cmd, Workdir: env.ws, Sandbox: p, Env: map[string]string{"HOME": env.home, "GOCACHE": userGoCache(t)}})
 			if res.ExitCode == nil || *res.ExitCode != 0 || !strings.Contains(res.Stdout.Text, c.want) {
 				t.Fatalf("exit %s, want output %q:\n%s\n%s", exitCode(res), c.want, res.Stdout.Text, res.Stderr.Text)
 			}
 		})
 	}
+}
+
+// userGoCache is the test's own Go build cache: sandboxed builds read it
+// (through the cache program) and must never write it.
+func userGoCache(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Skipf("go env: %v", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(dir, "poison")); err == nil {
+			t.Errorf("a sandboxed command wrote the user's Go build cache")
+			_ = os.Remove(filepath.Join(dir, "poison"))
+		}
+	})
+	return dir
 }
 
 // TestSandboxProxyReports: a domain off the allow-list is refused by the

@@ -36,6 +36,8 @@ func Main() {
 		os.Exit(helper())
 	case limitsArg:
 		os.Exit(limitsStage(os.Args[2:]))
+	case gocacheArg:
+		os.Exit(gocache())
 	}
 }
 
@@ -169,7 +171,7 @@ func helper() int {
 		close(lifeline)
 	}()
 	code, sig := r.run(sigs, lifeline)
-	w.send(report{Done: true, Exit: code, Signal: sig})
+	w.send(report{Done: true, Exit: code, Signal: sig, Leftovers: r.leftovers})
 	if sig != "" {
 		return 128 + int(unix.SignalNum(sig))
 	}
@@ -204,6 +206,9 @@ type reaper struct {
 	child int
 	self  int
 	grace time.Duration
+	// leftovers counts the processes still running when the shell exited
+	// (daemons, background jobs), which the reaper then stopped.
+	leftovers int
 }
 
 // run reaps until no descendant is left and returns the shell's fate.
@@ -245,6 +250,9 @@ func (r *reaper) run(sigs <-chan os.Signal, lifeline <-chan struct{}) (code int,
 				r.child = -1
 				if !haveChildren() {
 					return code, sig // nothing left behind: the common case, no scan
+				}
+				if !terminating {
+					r.leftovers = len(descendants(r.self))
 				}
 				terminate() // leftovers: a finished command leaves nothing behind
 			}

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -250,6 +251,11 @@ func (s *Sandbox) stateDir() (string, error) {
 			return "", err
 		}
 		_ = os.Chmod(filepath.Join(dir, "tmp"), 0o1777) // only we can reach it: dir is 0700
+		f, err := os.OpenFile(filepath.Join(dir, "denied"), os.O_CREATE|os.O_WRONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		_ = f.Close()
 		s.state = dir
 	}
 	return s.state, nil
@@ -305,6 +311,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (s
 		}
 		if pl.MountNS {
 			pl.Tmp = filepath.Join(state, "tmp")
+			pl.Denied = filepath.Join(state, "denied")
 			pl.Policy.Hidden = append(pl.Policy.Hidden, sandbox.Entry{Path: state, Why: "the sandbox's own state"})
 			for _, e := range slices.Concat(p.Writable, p.Protected, p.Pinned) {
 				pl.Keep = append(pl.Keep, e.Path)
@@ -322,6 +329,13 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (s
 			if slices.ContainsFunc(pl.Keep, func(k string) bool { return strings.HasPrefix(k, "/tmp/") && !writable(k) }) {
 				pl.TmpDir = "/tmp/.dsh-tmp"
 			}
+			pl.Cache = p.Cache
+			if pl.Cache == "" || p.Mode != sandbox.ModeWorkspaceWrite {
+				pl.Cache = filepath.Join(state, "cache") // read-only: gone with dsh
+			}
+			if err := prepareCaches(pl.Cache); err != nil {
+				return nil, fmt.Errorf("%w: caches: %v", sandbox.ErrSetup, err)
+			}
 		}
 		scope, err = s.listen(state, p, c)
 		if err != nil {
@@ -331,7 +345,11 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (s
 		if !c.netNS {
 			pl.ProxyTCP = scope.port
 		}
-		cmd.Env = proxyEnv(cmd.Env, c.netNS, scope.port, pl.TmpDir)
+		set := proxyEnv(c.netNS, scope.port, pl.TmpDir)
+		if pl.Cache != "" {
+			maps.Copy(set, cacheEnv(cmd.Env))
+		}
+		cmd.Env = withEnv(cmd.Env, set)
 	}
 	pr, err := s.start(cmd, pl, c, scope)
 	if err != nil {
@@ -343,9 +361,8 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (s
 	return pr, nil
 }
 
-// proxyEnv points the usual proxy variables at the proxy and drops what
-// names host sockets the command cannot reach anyway.
-func proxyEnv(env []string, netNS bool, port int, tmpDir string) []string {
+// proxyEnv points the usual proxy variables at the proxy.
+func proxyEnv(netNS bool, port int, tmpDir string) map[string]string {
 	addr := "127.0.0.1:" + strconv.Itoa(ProxyPort)
 	if !netNS {
 		addr = "127.0.0.1:" + strconv.Itoa(port)
@@ -360,6 +377,12 @@ func proxyEnv(env []string, netNS bool, port int, tmpDir string) []string {
 	if tmpDir != "" {
 		set["TMPDIR"] = tmpDir
 	}
+	return set
+}
+
+// withEnv sets the variables of set in env and drops those that name host
+// sockets the command cannot reach anyway.
+func withEnv(env []string, set map[string]string) []string {
 	drop := []string{"SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "GPG_AGENT_INFO"}
 	out := make([]string, 0, len(env)+len(set))
 	for _, kv := range env {
@@ -440,7 +463,7 @@ type process struct {
 	childEnds []*os.File // the helper's ends, closed once it started
 
 	layers []string
-	done   *report
+	done   atomic.Pointer[report] // the last report, once read
 	once   sync.Once
 }
 
@@ -548,18 +571,22 @@ func (p *process) Exited() (int, string, bool) {
 		}
 		var r report
 		if json.Unmarshal(line, &r) == nil && r.Done {
-			p.done = &r
+			p.done.Store(&r)
 		}
 	})
-	if p.done == nil {
+	d := p.done.Load()
+	if d == nil {
 		return 0, "", false
 	}
-	return p.done.Exit, p.done.Signal, true
+	return d.Exit, d.Signal, true
 }
 
 // Report returns the layers applied and what the proxy refused.
 func (p *process) Report() sandbox.Report {
 	r := sandbox.Report{Mode: p.mode, Enforced: slices.Clone(p.layers)}
+	if d := p.done.Load(); d != nil {
+		r.Leftovers = d.Leftovers
+	}
 	if p.scope != nil {
 		p.scope.mu.Lock()
 		r.Blocked = slices.Clone(p.scope.blocked)

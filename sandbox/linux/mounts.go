@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dshq/dsh/sandbox"
 )
 
 // setupMounts builds the command's view of the filesystem in its own mount
@@ -34,6 +36,32 @@ func setupMounts(pl *plan) error {
 		}
 	}
 	keeps := keepFDs(pl.Keep)
+	cache, exe := -1, -1 // the private caches, and dsh for the Go cache program
+	if pl.Cache != "" {
+		var err error
+		if cache, err = unix.Open(pl.Cache, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("caches %s: %w", pl.Cache, err)
+		}
+		defer unix.Close(cache)
+		// By its path: the executable the process runs belongs to the
+		// mount namespace it was started in, and binding from it here
+		// would fail.
+		path, err := os.Readlink("/proc/self/exe")
+		if err != nil {
+			return fmt.Errorf("the dsh executable: %w", err)
+		}
+		if exe, err = unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("the dsh executable: %w", err)
+		}
+		defer unix.Close(exe)
+	}
+	denied := -1 // the unreadable file bound over refused files
+	if pl.Denied != "" {
+		if fd, err := unix.Open(pl.Denied, unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
+			denied = fd
+			defer unix.Close(fd)
+		}
+	}
 
 	if pl.PIDNS {
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -69,6 +97,11 @@ func setupMounts(pl *plan) error {
 			}
 		}
 	}
+	if cache >= 0 {
+		if err := mountCaches(cache, exe); err != nil {
+			return err
+		}
+	}
 	for _, e := range pl.Policy.Pinned {
 		if err := pin(e.Path); err != nil {
 			return fmt.Errorf("pinning %s: %w", e.Path, err)
@@ -87,11 +120,34 @@ func setupMounts(pl *plan) error {
 		}
 	}
 	for _, e := range pl.Policy.Hidden {
-		if err := hide(e.Path); err != nil {
+		if err := hide(e, denied); err != nil {
 			return fmt.Errorf("hiding %s: %w", e.Path, err)
 		}
 	}
 	return nil
+}
+
+// mountCaches binds the private caches at /run/dsh-cache and dsh at
+// /run/dsh, in the empty /run made above.
+func mountCaches(cache, exe int) error {
+	if fi, err := os.Lstat("/run"); err != nil || !fi.IsDir() {
+		return errors.New("caches: this system has no /run directory to mount them on")
+	}
+	if err := os.Mkdir(cacheMount, 0o755); err != nil {
+		return fmt.Errorf("caches: %w", err)
+	}
+	if err := unix.Mount(fdPath(cache), cacheMount, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("caches: %w", err)
+	}
+	f, err := os.OpenFile(exeMount, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		return fmt.Errorf("caches: %w", err)
+	}
+	_ = f.Close()
+	if err := unix.Mount(fdPath(exe), exeMount, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("caches: %w", err)
+	}
+	return remountReadOnly(exeMount)
 }
 
 type keep struct {
@@ -165,11 +221,15 @@ func setupDev(devs map[string]int) error {
 	return nil
 }
 
-// hide masks p: an empty read-only tmpfs over a directory, /dev/null over a
-// file. A path that does not exist is left alone (creating it is a write,
-// which Landlock decides); a symlink is followed, so the mask lands on
-// what it names.
-func hide(p string) error {
+// hide masks e.Path: an empty read-only tmpfs over a directory, /dev/null
+// over a file — or, when e.Refuse, a tmpfs nobody may enter and a file
+// nobody may read (mode 0: the command holds no capability that would
+// override it, and the read-only mount stops a chmod), so reads fail with
+// "Permission denied". A path that does not exist is left alone (creating
+// it is a write, which Landlock decides); a symlink is followed, so the
+// mask lands on what it names.
+func hide(e sandbox.Entry, denied int) error {
+	p := e.Path
 	fi, err := os.Stat(p)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
 		return nil
@@ -178,9 +238,17 @@ func hide(p string) error {
 		return err
 	}
 	if fi.IsDir() {
-		return unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,size=4k")
+		mode := "mode=0555"
+		if e.Refuse {
+			mode = "mode=0000"
+		}
+		return unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, mode+",size=4k")
 	}
-	if err := unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err != nil {
+	src := "/dev/null"
+	if e.Refuse && denied >= 0 {
+		src = fdPath(denied)
+	}
+	if err := unix.Mount(src, p, "", unix.MS_BIND, ""); err != nil {
 		return err
 	}
 	return remountReadOnly(p)

@@ -52,6 +52,12 @@ type plan struct {
 	Keep []string `json:"keep,omitempty"`
 	// Home is the user's home directory.
 	Home string `json:"home,omitempty"`
+	// Cache is the host directory of the command's private caches, bound
+	// at /run/dsh-cache (see caches.go).
+	Cache string `json:"cache,omitempty"`
+	// Denied is a host file nobody may read (mode 0), bound over the
+	// hidden files whose reads must fail.
+	Denied string `json:"denied,omitempty"`
 	// Proxy starts the bridge from 127.0.0.1:ProxyPort to fdProxy.
 	Proxy bool `json:"proxy,omitempty"`
 	// ProxyTCP is the host loopback port of the proxy when there is no
@@ -73,4 +79,7 @@ type report struct {
 	Done   bool   `json:"done,omitempty"`
 	Exit   int    `json:"exit,omitempty"`
 	Signal string `json:"signal,omitempty"`
+	// Leftovers is how many processes were still running when the shell
+	// exited (and were stopped).
+	Leftovers int `json:"leftovers,omitempty"`
 }

@@ -62,6 +62,9 @@ func restrictLandlock(pl *plan) (int, error) {
 	if pl.TmpDir != "" {
 		writable = append(writable, pl.TmpDir)
 	}
+	if pl.Cache != "" && pl.MountNS {
+		writable = append(writable, cacheMount)
+	}
 	var dirs, files []string
 	for _, p := range writable {
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {

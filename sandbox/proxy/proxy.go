@@ -174,8 +174,8 @@ func (p *Proxy) decide(ctx context.Context, scope *Scope, host string, port int)
 	var why string
 	for _, ip := range ips {
 		ip = ip.Unmap().WithZone("")
-		if c := netguard.Classify(ip); c != "" && !explicit {
-			why = fmt.Sprintf("blocked %s: %s is a %s address (name it in sandbox.network.allow to reach it)", target, ip, c)
+		if c := netguard.Classify(ip); c != "" && !explicit && !namesAddress(scope.Allow, ip) {
+			why = fmt.Sprintf("blocked %s: %s is a %s address (add %s to sandbox.network.allow to reach it)", target, ip, c, ip)
 			continue
 		}
 		out = append(out, netip.AddrPortFrom(ip, uint16(port)))
@@ -240,6 +240,20 @@ func Match(allow []string, host string) (explicit, ok bool) {
 		}
 	}
 	return false, ok
+}
+
+// namesAddress reports whether the allow-list names ip itself: then an
+// allowed domain that resolves to it may be reached even when it is a
+// private or loopback address ("registry.test" and "127.0.0.1" together
+// let a registry on the machine's loopback through, as "127.0.0.1" alone
+// already does by address).
+func namesAddress(allow []string, ip netip.Addr) bool {
+	for _, a := range allow {
+		if x, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(a), "[]")); err == nil && x.Unmap() == ip {
+			return true
+		}
+	}
+	return false
 }
 
 // literal reports whether host names an address rather than a domain

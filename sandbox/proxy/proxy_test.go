@@ -108,6 +108,31 @@ func TestAllowedDomainResolvingToLoopbackIsRefused(t *testing.T) {
 	}
 }
 
+// ...and reached when the list also names that address: a registry served
+// on the machine's loopback under a name of its own.
+func TestAllowedDomainResolvingToANamedAddress(t *testing.T) {
+	port := backend(t)
+	addr, blocked := start(t, "allowed.test", "127.0.0.1")
+	resp, err := client(addr).Get("http://allowed.test:" + port + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "hello allowed.test") {
+		t.Fatalf("status %d body %q, refusals %v", resp.StatusCode, b, blocked())
+	}
+	// Naming the address does not let other domains through.
+	resp, err = client(addr).Get("http://other.test:" + port + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("other.test: status %d", resp.StatusCode)
+	}
+}
+
 func TestConnectAndSOCKS5(t *testing.T) {
 	port := backend(t)
 	addr, blocked := start(t, "127.0.0.1", "*.example.org")

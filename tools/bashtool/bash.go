@@ -98,9 +98,10 @@ func (t *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	}
 	meta := runMetaOf(res, dir)
 	text := renderResult(res)
-	if note := sandboxNote(res); note != "" {
+	home, _ := os.UserHomeDir()
+	if note := sandboxNote(res, policy, a.Command, dir, home); note != "" {
 		text = withNewline(text) + note
-		meta.SandboxDenied = true
+		meta.SandboxDenied = strings.Contains(note, "dangerouslyDisableSandbox")
 	}
 	return tool.Result{Content: textContent(text), Meta: mustJSON(meta)}, nil
 }

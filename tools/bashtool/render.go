@@ -3,9 +3,12 @@ package bashtool
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dshq/dsh/bash"
+	"github.com/dshq/dsh/bash/analysis"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/tool"
@@ -147,36 +150,106 @@ func (s *state) policy(ctx context.Context, call tool.Call, dir string, unsandbo
 
 // denialMarks are what programs print when the kernel refuses them: a
 // Landlock or seccomp refusal (EACCES, EPERM), a read-only bind (EROFS), a
-// masked path, no network.
+// link across the sandbox's boundary (EXDEV), no network or the
+// sandbox's own loopback, a process outside it.
 var denialMarks = []string{
-	"Permission denied", "Operation not permitted", "Read-only file system",
-	"Network is unreachable", "Could not resolve host", "Temporary failure in name resolution",
-	"EACCES", "EPERM", "EROFS",
+	"Permission denied", "Operation not permitted", "Read-only file system", "Invalid cross-device link",
+	"Network is unreachable", "Could not resolve host", "Temporary failure in name resolution", "Connection refused",
+	"No such process", "EACCES", "EPERM", "EROFS", "EXDEV",
 }
 
-// sandboxNote explains a result the sandbox may have caused: requests the
-// proxy refused, and a failure that looks like a kernel refusal in a
-// confined mode, with the way out (a re-run outside the sandbox, which the
-// user must approve).
-func sandboxNote(r bash.RunResult) string {
-	if r.Sandbox == nil || !r.Sandbox.Mode.Confines() {
+// sandboxNote explains what the sandbox did to a command: the processes
+// it left running that were stopped (in every mode), and in a confined
+// mode the requests the proxy refused, the hidden paths the command
+// named or its output mentions, and — when it failed in a way that looks
+// like a kernel refusal — the mode and the way out (a re-run outside the
+// sandbox, which the user must approve).
+func sandboxNote(r bash.RunResult, p *sandbox.Policy, command, dir, home string) string {
+	if r.Sandbox == nil {
 		return ""
 	}
 	var lines []string
+	if n := r.Sandbox.Leftovers; n > 0 {
+		what := "1 process"
+		if n > 1 {
+			what = fmt.Sprintf("%d processes", n)
+		}
+		lines = append(lines, fmt.Sprintf("[sandbox: the command left %s running (a daemon or background job); they were stopped when it ended: a finished command leaves nothing behind. Start servers with run_in_background.]", what))
+	}
+	if !r.Sandbox.Mode.Confines() {
+		return strings.Join(lines, "\n")
+	}
 	for _, b := range r.Sandbox.Blocked {
 		lines = append(lines, "[sandbox: "+b+"]")
 	}
-	failed := r.Signal != "" || r.ExitCode != nil && *r.ExitCode != 0
 	out := r.Stdout.Text + r.Stderr.Text
-	denied := len(lines) > 0
+	hidden := hiddenNamed(p, command, dir, home, out)
+	for _, e := range hidden {
+		lines = append(lines, fmt.Sprintf("[sandbox: %s is hidden from sandboxed commands: %s]", e.Path, e.Why))
+	}
+	failed := r.Signal != "" || r.ExitCode != nil && *r.ExitCode != 0
+	if failed && (strings.Contains(out, "No such process") || strings.Contains(out, "/proc/") && strings.Contains(out, "No such file")) {
+		lines = append(lines, "[sandbox: the sandbox has its own process list: processes outside it, dsh included, cannot be seen, signalled or traced from inside]")
+	}
+	denied := len(r.Sandbox.Blocked) > 0 || len(hidden) > 0
+	lower := strings.ToLower(out)
 	for _, m := range denialMarks {
-		if strings.Contains(out, m) {
+		if strings.Contains(lower, strings.ToLower(m)) {
 			denied = true
 		}
 	}
-	if !failed || !denied {
-		return strings.Join(lines, "\n")
+	if failed && denied {
+		lines = append(lines, fmt.Sprintf("[sandbox: this command ran in %s: writes only in the workspace and a private /tmp, no network but the allowed domains, secrets hidden. If it failed because of that and the work needs the access, run it again with dangerouslyDisableSandbox: true; the user will be asked.]", r.Sandbox.Mode))
 	}
-	lines = append(lines, fmt.Sprintf("[sandbox: this command ran in %s: writes only in the workspace and a private /tmp, no network but the allowed domains, secrets hidden. If it failed because of that and the work needs the access, run it again with dangerouslyDisableSandbox: true; the user will be asked.]", r.Sandbox.Mode))
 	return strings.Join(lines, "\n")
+}
+
+// maxHiddenNotes bounds the hidden paths one result names.
+const maxHiddenNotes = 5
+
+// hiddenNamed lists the hidden entries of p that the command's line names
+// (its files, as the shell analysis reads them) or its output mentions: a
+// hidden file reads as empty or unreadable, and the model should know why.
+func hiddenNamed(p *sandbox.Policy, command, dir, home, out string) []sandbox.Entry {
+	if p == nil || len(p.Hidden) == 0 {
+		return nil
+	}
+	var paths []string
+	line := analysis.Analyze(command, home)
+	for _, c := range line.Commands {
+		for _, pa := range c.Paths {
+			if !pa.Dynamic {
+				paths = append(paths, pa.Path)
+			}
+		}
+	}
+	for _, f := range append(slices.Clone(line.Reads), line.Writes...) {
+		if !f.Dynamic {
+			paths = append(paths, f.Path)
+		}
+	}
+	var found []sandbox.Entry
+	for _, e := range p.Hidden {
+		if len(found) == maxHiddenNotes {
+			break
+		}
+		hit := strings.Contains(out, e.Path)
+		for _, q := range paths {
+			if !filepath.IsAbs(q) {
+				q = filepath.Join(dir, q)
+			}
+			if within(filepath.Clean(q), e.Path) {
+				hit = true
+			}
+		}
+		if hit {
+			found = append(found, e)
+		}
+	}
+	return found
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
