@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/llm"
 )
@@ -19,16 +20,50 @@ var slashCommands = []struct{ name, desc, hint string }{
 	{"compact", "Summarize the conversation so far to free context", "what the summary should focus on (optional)"},
 }
 
-func availableCommands() []sdk.AvailableCommand {
-	out := make([]sdk.AvailableCommand, 0, len(slashCommands))
-	for _, c := range slashCommands {
-		ac := sdk.AvailableCommand{Name: c.name, Description: c.desc}
-		if c.hint != "" {
-			ac.Input = &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: c.hint}}
+// availableCommands are the server's commands and, after them, the
+// workspace's custom commands (a custom command named like a server
+// command is not offered: the server's runs).
+func availableCommands(custom *commands.Set) []sdk.AvailableCommand {
+	out := make([]sdk.AvailableCommand, 0, len(slashCommands)+len(custom.All()))
+	add := func(name, desc, hint string) {
+		ac := sdk.AvailableCommand{Name: name, Description: desc}
+		if hint != "" {
+			ac.Input = &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: hint}}
 		}
 		out = append(out, ac)
 	}
+	for _, c := range slashCommands {
+		add(c.name, c.desc, c.hint)
+	}
+	for _, c := range custom.All() {
+		if isServerCommand(c.Name) {
+			continue
+		}
+		hint := c.ArgumentHint
+		if hint == "" && strings.Contains(c.Body, "$") {
+			hint = "arguments"
+		}
+		add(c.Name, c.Summary(), hint)
+	}
 	return out
+}
+
+func isServerCommand(name string) bool {
+	for _, c := range slashCommands {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// customCommands are the workspace's custom commands (none when the
+// commands plugin is off).
+func (r *sess) customCommands() *commands.Set {
+	if c := r.ws.app.Commands; c != nil {
+		return c.For(r.ws.cwd)
+	}
+	return nil
 }
 
 // command recognizes "/name args" in a text-only prompt naming one of the

@@ -19,6 +19,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -455,7 +456,7 @@ func (r *sess) announce() {
 		return
 	}
 	r.notify(sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{
-		SessionUpdate: "available_commands_update", AvailableCommands: availableCommands(),
+		SessionUpdate: "available_commands_update", AvailableCommands: availableCommands(r.customCommands()),
 	}})
 }
 
@@ -787,7 +788,22 @@ func (s *Server) promptSession(ctx context.Context, p sdk.PromptRequest) (sdk.Pr
 	if name, arg, ok := command(blocks); ok {
 		return r.runCommand(ctx, slot, name, arg)
 	}
-	if err := r.ag.Send(context.WithoutCancel(ctx), blocks, llm.UserSource); err != nil {
+	src := llm.UserSource
+	if c := r.ws.app.Commands; c != nil && len(blocks) == 1 && blocks[0].Type == llm.BlockText {
+		p, err := c.Prepare(ctx, r.ag, blocks[0].Text)
+		switch {
+		case errors.Is(err, commands.ErrNotCommand):
+		case err != nil:
+			r.say(err.Error())
+			return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+		default:
+			for _, w := range p.Warnings {
+				r.say(w + "\n")
+			}
+			blocks, src = p.Content, p.Source
+		}
+	}
+	if err := r.ag.Send(context.WithoutCancel(ctx), blocks, src); err != nil {
 		return sdk.PromptResponse{}, internalError("queueing the prompt: %v", err)
 	}
 	if r.cancelled(slot) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/doctor"
@@ -75,6 +76,8 @@ type App struct {
 	Permission *permission.Checker
 	// Doctor holds each capability's health checks (`dsh doctor`).
 	Doctor *doctor.Registry
+	// Commands are the custom slash commands (nil when the plugin is off).
+	Commands *commands.Commands
 	// Transcripts keeps a Claude Code-format transcript of every session
 	// (hooks' transcript_path).
 	Transcripts *transcript.Writer
@@ -135,6 +138,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.Permission, _ = core.Lookup[*permission.Checker](h)
 	a.hooks, _ = core.Lookup[*hooks.Bridges](h)
 	a.Doctor, _ = core.Lookup[*doctor.Registry](h)
+	a.Commands, _ = core.Lookup[*commands.Commands](h)
 	if a.Doctor != nil {
 		if err := h.Scope.Add(a.Doctor.Add("settings", func(context.Context) []doctor.Finding { return settingsFindings(o.Config) })); err != nil {
 			_ = h.Close(ctx)

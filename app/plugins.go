@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/doctor"
@@ -44,6 +45,10 @@ import (
 //     the coordinator is the agents' loader.
 //   - models before anything that names the model (hooks stamp it on
 //     payloads).
+//   - commands before hooks: its prompt-submit listener is outside the
+//     hooks' (it grants a command's tools only for a prompt they let
+//     through), and its request listener has the last word on the model
+//     of a command's turn.
 //   - compaction before the tools: the todo list is restated after a
 //     summary swallowed it.
 //   - sandbox before the tools: the shell executor runs commands through
@@ -85,6 +90,11 @@ func Plugins() []core.Spec {
 			Name: "memory", Doc: "project memory: CLAUDE.md, AGENTS.md and their relatives, @imports, nested files on first touch", Optional: true,
 			Needs: []string{"doctor"},
 			New:   func(*settings.Config) core.Plugin { return memory.Plugin(memory.Config{}) },
+		},
+		{
+			Name: "commands", Doc: "custom slash commands: .claude/commands, .dsh/commands, ~/.claude/commands, ~/.codex/prompts, plugin bundles' commands, and /init", Optional: true,
+			Needs: []string{"doctor"},
+			New:   func(*settings.Config) core.Plugin { return commands.Plugin(commands.Config{}) },
 		},
 		{
 			Name: "compaction", Doc: "automatic context compaction before each step, and /compact",

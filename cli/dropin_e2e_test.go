@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -208,5 +209,111 @@ func TestDropinClaudePermissions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// gitRepo makes dir a git repository with one commit and returns the short
+// hash of HEAD.
+func gitRepo(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	_ = os.RemoveAll(filepath.Join(dir, ".git"))
+	for _, args := range [][]string{
+		{"init", "-q"}, {"add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	cmd := exec.Command("git", "rev-parse", "--short", "HEAD")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// shipCommand is a Claude Code command using every expansion.
+const shipCommand = `---
+description: Ship a component
+argument-hint: [component]
+allowed-tools: Bash(git rev-parse --short HEAD), Read
+---
+Ship $ARGUMENTS (first word: $1) at commit !` + "`git rev-parse --short HEAD`" + `.
+Release notes: @notes.md
+`
+
+// A custom command with $ARGUMENTS, @file and !`git rev-parse --short
+// HEAD` runs from dsh -p "/ship x": the model receives the expansion and
+// the log names the command.
+func TestDropinCommandHeadless(t *testing.T) {
+	u := newUser(t)
+	dir := project(t, map[string]string{
+		".claude/commands/release/ship.md": shipCommand,
+		"notes.md":                         "Fixed the flux capacitor.\n",
+	})
+	head := gitRepo(t, dir)
+	ds := &deepseek{replies: []string{textReply("shipped")}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := u.run(t, dir, srv.URL, "", "-p", "--trust", "--model", "deepseek/deepseek-chat", "/ship button now")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	msgs := ds.requestText(0)
+	for _, want := range []string{"Ship button now (first word: button) at commit " + head + ".", "Fixed the flux capacitor."} {
+		if !strings.Contains(msgs, want) {
+			t.Fatalf("the model did not get %q:\n%s", want, msgs)
+		}
+	}
+	if strings.Contains(msgs, "$ARGUMENTS") || strings.Contains(msgs, "!`") {
+		t.Fatalf("unexpanded template:\n%s", msgs)
+	}
+	// The full name works too, and an unknown /word is an ordinary prompt.
+	ds.replies = []string{textReply("again"), textReply("plain")}
+	if r := u.run(t, dir, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "/release:ship lever"); r.code != 0 || !strings.Contains(ds.requestText(1), "Ship lever") {
+		t.Fatalf("full name: exit %d %s\n%s", r.code, r.stderr, ds.requestText(1))
+	}
+	if r := u.run(t, dir, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "/tmp/x is a path"); r.code != 0 || !strings.Contains(ds.requestText(2), "/tmp/x is a path") {
+		t.Fatalf("plain prompt: exit %d %s", r.code, r.stderr)
+	}
+}
+
+// dsh init runs the built-in /init headless: the agent may read and write
+// AGENTS.md without asking (the command's allowed tools), and is told to
+// carry CLAUDE.md over with --import-claude; writing any other file asks,
+// so it is refused.
+func TestDropinInit(t *testing.T) {
+	u := newUser(t)
+	dir := project(t, map[string]string{"CLAUDE.md": "Use pnpm, never npm.\n", "package.json": `{"scripts":{"test":"vitest"}}`})
+	ds := &deepseek{replies: []string{
+		toolReply("c1", "read", map[string]string{"file_path": "CLAUDE.md"}),
+		toolReply("c2", "write", map[string]string{"file_path": "AGENTS.md", "content": "# Agents\n\nUse pnpm, never npm. Test with pnpm test.\n"}),
+		toolReply("c3", "write", map[string]string{"file_path": "OTHER.md", "content": "not allowed"}),
+		textReply("Wrote AGENTS.md."),
+	}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	r := u.run(t, dir, srv.URL, "", "init", "--import-claude", "--model", "deepseek/deepseek-chat")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "AGENTS.md"))
+	if err != nil || !strings.Contains(string(b), "Use pnpm") {
+		t.Fatalf("AGENTS.md: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "OTHER.md")); err == nil {
+		t.Fatal("/init wrote a file other than AGENTS.md")
+	}
+	first := ds.requestText(0)
+	if !strings.Contains(first, "Write or update AGENTS.md") || !strings.Contains(first, "ARGUMENTS: import-claude") {
+		t.Fatalf("the /init prompt:\n%s", first)
 	}
 }

@@ -38,12 +38,22 @@ func buildDsh(t *testing.T) string {
 // shell prints the exit status when dsh ends, so tests can see it exit.
 func startTmux(t *testing.T, bin, dir, home string, args ...string) *tmuxTerm {
 	t.Helper()
+	return startTmuxEnv(t, bin, dir, home, nil, args...)
+}
+
+// startTmuxEnv is startTmux with more environment variables (NAME=value).
+func startTmuxEnv(t *testing.T, bin, dir, home string, env []string, args ...string) *tmuxTerm {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}
 	tt := &tmuxTerm{t: t, socket: fmt.Sprintf("dsh-test-%d-%d", os.Getpid(), time.Now().UnixNano()), name: "dsh"}
-	cmd := fmt.Sprintf("cd %q && env -u DEEPSEEK_API_KEY -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u DSH_MODEL -u NO_COLOR DSH_HOME=%q %q %s; echo DSH-EXITED:$?; sleep 600",
-		dir, home, bin, strings.Join(args, " "))
+	extra := ""
+	for _, e := range env {
+		extra += fmt.Sprintf("%q ", e)
+	}
+	cmd := fmt.Sprintf("cd %q && env -u DEEPSEEK_API_KEY -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u DSH_MODEL -u NO_COLOR %sDSH_HOME=%q %q %s; echo DSH-EXITED:$?; sleep 600",
+		dir, extra, home, bin, strings.Join(args, " "))
 	tt.tmux("new-session", "-d", "-s", tt.name, "-x", "110", "-y", "40", cmd)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tt.socket, "kill-server").Run() })
 	return tt

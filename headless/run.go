@@ -27,6 +27,7 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/internal/claudemsg"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/mcp"
@@ -567,13 +568,22 @@ func (r *run) initLine() initLine {
 		keySource = "ANTHROPIC_API_KEY"
 	}
 	return initLine{Type: "system", Subtype: "init", CWD: r.sess.Cwd(), SessionID: r.sid, Tools: tools, MCPServers: servers,
-		Model: r.currentModel(), PermissionMode: mode, SlashCommands: slashCommands(), APIKeySource: keySource,
+		Model: r.currentModel(), PermissionMode: mode, SlashCommands: r.slashCommands(), APIKeySource: keySource,
 		ClaudeCodeVersion: r.o.Version, OutputStyle: "default", Agents: agents, Skills: []string{}, Plugins: []any{},
 		UUID: claudemsg.UUID(r.sid, "init", fmt.Sprint(r.sess.Len()))}
 }
 
-// slashCommands are the commands a stream-json prompt may be.
-func slashCommands() []string { return []string{"compact"} }
+// slashCommands are the commands a prompt may be: /compact and the
+// workspace's custom commands.
+func (r *run) slashCommands() []string {
+	out := []string{"compact"}
+	if c := r.a.Commands; c != nil {
+		for _, cmd := range c.For(r.sess.Cwd()).All() {
+			out = append(out, cmd.Name)
+		}
+	}
+	return out
+}
 
 func claudeMCPStatus(s mcp.State) string {
 	switch s {
@@ -692,6 +702,19 @@ func (r *run) sendBlocks(ctx context.Context, content []llm.Block) error {
 		focus := strings.TrimSpace(strings.TrimPrefix(t, "/compact"))
 		_, err := r.a.Compactor.Compact(ctx, r.ag, focus)
 		return err
+	}
+	if c := r.a.Commands; c != nil && len(content) == 1 && content[0].Type == llm.BlockText {
+		p, err := c.Prepare(ctx, r.ag, content[0].Text)
+		switch {
+		case errors.Is(err, commands.ErrNotCommand):
+		case err != nil:
+			return err
+		default:
+			for _, w := range p.Warnings {
+				fmt.Fprintf(r.o.Err, "dsh: %s\n", w)
+			}
+			return r.ag.Send(ctx, p.Content, p.Source)
+		}
 	}
 	return r.ag.Send(ctx, content, llm.Source{})
 }

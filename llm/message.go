@@ -35,6 +35,11 @@ type Source struct {
 	Kind    string `json:"kind"`
 	Plugin  string `json:"plugin,omitempty"`
 	AgentID string `json:"agentId,omitempty"`
+	// Command is the slash command line a user prompt was expanded from
+	// ("/review src/"): its command's allowed tools and model apply to the
+	// turn that takes it, and front ends can show the line instead of the
+	// expansion.
+	Command string `json:"command,omitempty"`
 }
 
 // UserSource is the default source.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/dshq/dsh/internal/atref"
 )
 
 // Loader finds and reads the memory of working directories. Results are
@@ -220,8 +222,8 @@ func (b *builder) take(path string, scope Scope, importedBy string, chain []stri
 	idx := len(b.set.Files)
 	b.set.Files = append(b.set.Files, f)
 	var notes []string
-	for _, ref := range imports(text) {
-		if note := b.follow(ref, path, real, scope, append(chain, real)); note != "" {
+	for _, ref := range atref.Find(text) {
+		if note := b.follow(ref.Path, path, real, scope, append(chain, real)); note != "" {
 			notes = append(notes, note)
 		}
 	}
@@ -235,10 +237,7 @@ func (b *builder) take(path string, scope Scope, importedBy string, chain []stri
 // returns a note for the importing file's text when the import is refused.
 func (b *builder) follow(ref, path, real string, scope Scope, chain []string) string {
 	var target, tr string
-	for _, r := range []string{ref, strings.TrimRight(ref, ".,;:!?)]}\"'")} {
-		if r == "" {
-			continue
-		}
+	for _, r := range atref.Trim(ref) {
 		t := b.resolveImport(r, filepath.Dir(path))
 		if t == "" {
 			continue

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -62,14 +63,52 @@ type document struct {
 const version = 1
 
 // ProjectFiles are the files whose contents trust covers for a project:
-// what dsh applies only when the project is trusted — its settings, the
-// Claude Code and Codex hook files, and its MCP servers.
+// what dsh applies only when the project is trusted — its settings (dsh's
+// and Claude Code's), the Claude Code and Codex hook files and Codex's
+// config.toml, its MCP servers, and the command, skill and agent files of
+// .claude and .dsh (they carry allowed tools and run commands). Those are
+// listed as they are now, so adding one changes the list and revokes
+// trust. Memory files (CLAUDE.md, AGENTS.md) are not covered: they are
+// text that grants nothing, and the agent edits them; they follow the
+// project's trust all the same.
 func ProjectFiles(dir string) []string {
-	return []string{
+	out := []string{
 		filepath.Join(dir, ".dsh", "settings.json"), filepath.Join(dir, ".dsh", "settings.local.json"),
 		filepath.Join(dir, ".claude", "settings.json"), filepath.Join(dir, ".claude", "settings.local.json"),
-		filepath.Join(dir, ".codex", "hooks.json"), filepath.Join(dir, ".mcp.json"),
+		filepath.Join(dir, ".codex", "hooks.json"), filepath.Join(dir, ".codex", "config.toml"), filepath.Join(dir, ".mcp.json"),
 	}
+	for _, base := range []string{".claude", ".dsh"} {
+		out = append(out, markdownUnder(filepath.Join(dir, base, "commands"), -1)...)
+		out = append(out, markdownUnder(filepath.Join(dir, base, "agents"), 0)...)
+		skills, _ := filepath.Glob(filepath.Join(dir, base, "skills", "*", "SKILL.md"))
+		sort.Strings(skills)
+		out = append(out, skills...)
+	}
+	return out
+}
+
+// markdownUnder lists the .md files under root, depth directories deep
+// (-1: any depth), sorted; none when root does not exist.
+func markdownUnder(root string, depth int) []string {
+	var out []string
+	_ = filepath.WalkDir(root, func(path string, e iofs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if e.IsDir() {
+			rel, _ := filepath.Rel(root, path)
+			if rel != "." && depth >= 0 && strings.Count(rel, string(filepath.Separator))+1 > depth {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(e.Name(), ".md") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
 }
 
 // IsTrusted reports whether dir is trusted with files exactly as they are

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dshq/dsh/agent"
+	slash "github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/permission"
@@ -75,7 +76,67 @@ func (u *ui) command(line string) {
 	case "exit", "quit", "q":
 		u.quit = true
 	default:
+		if u.customCommand(line) {
+			return
+		}
 		u.tr.Note(u.st.Warn("unknown command /" + name + " (try /help; start a message with // to send a literal /)"))
+	}
+}
+
+// customs are the custom commands of the working directory (nil when the
+// commands plugin is off).
+func (u *ui) customs() *slash.Set {
+	if u.app.Commands == nil {
+		return nil
+	}
+	return u.app.Commands.For(u.cwd())
+}
+
+// customReady is a custom command made into a prompt (or refused).
+type customReady struct {
+	cur *current
+	p   slash.Prepared
+	err error
+}
+
+// customCommand runs a custom slash command: its !`cmd` lines and @files
+// are done off the UI goroutine (they may ask for approval), then the
+// prompt is sent as the next turn.
+func (u *ui) customCommand(line string) bool {
+	name, _, _ := slash.Split(line)
+	if _, ok := u.customs().Lookup(name); !ok {
+		return false
+	}
+	c := u.cur.Load()
+	if c == nil {
+		u.tr.Note(u.st.Err("no agent is running (try /clear)"))
+		return true
+	}
+	cmds := u.app.Commands
+	go func() {
+		p, err := cmds.Prepare(u.ctx, c.ag, line)
+		u.q.push(customReady{cur: c, p: p, err: err})
+	}()
+	return true
+}
+
+func (u *ui) customDone(m customReady) {
+	for _, w := range m.p.Warnings {
+		u.tr.Note(u.st.Warn(sanitize(w)))
+	}
+	if m.err != nil {
+		u.tr.Note(u.st.Err(sanitize(m.err.Error())))
+		return
+	}
+	if m.cur != u.cur.Load() {
+		u.tr.Note(u.st.Warn("the session changed while the command was prepared; not sent"))
+		return
+	}
+	if m.cur.ag.Status() != agent.Running {
+		u.busySince = time.Now()
+	}
+	if err := m.cur.ag.Send(u.ctx, m.p.Content, m.p.Source); err != nil {
+		u.tr.Note(u.st.Err("could not send: " + sanitize(err.Error())))
 	}
 }
 
@@ -88,6 +149,16 @@ func (u *ui) help() {
 			left += " " + c.args
 		}
 		fmt.Fprintf(&b, "  %s%s %s\n", u.st.Accent(left), strings.Repeat(" ", max(1, 30-len(left))), c.help)
+	}
+	if cs := u.customs().All(); len(cs) > 0 {
+		b.WriteString("\n" + u.st.Bold("Custom commands") + "\n")
+		for _, c := range cs {
+			left := "/" + c.Name
+			if c.ArgumentHint != "" {
+				left += " " + c.ArgumentHint
+			}
+			fmt.Fprintf(&b, "  %s%s %s%s\n", u.st.Accent(sanitize(left)), strings.Repeat(" ", max(1, 30-len(left))), sanitize(c.Summary()), u.st.Dim(" ("+c.Source+")"))
+		}
 	}
 	b.WriteString("\n" + u.st.Bold("Keys") + "\n")
 	keys := [][2]string{

@@ -160,7 +160,14 @@ func (t *Transcript) Apply(e session.Event) {
 		if e.Type == session.TypeSteeringMessage {
 			suffix = t.st.Dim("  (steering)")
 		}
-		t.block(t.prefixed(strings.TrimSpace(sanitize(llm.TextOf(p.Content))), t.st.User("› "), "  ") + suffix)
+		text := strings.TrimSpace(sanitize(llm.TextOf(p.Content)))
+		if p.Source.Command != "" {
+			// A slash command: the line the user typed, not its expansion.
+			lines := strings.Count(text, "\n") + 1
+			text = sanitize(p.Source.Command)
+			suffix += t.st.Dim(fmt.Sprintf("  (expanded to %d %s)", lines, plural(lines, "line", "lines")))
+		}
+		t.block(t.prefixed(text, t.st.User("› "), "  ") + suffix)
 	case session.TypePromptBlocked:
 		p, err := session.Decode[session.PromptBlocked](e)
 		if err != nil {
@@ -689,3 +696,10 @@ func wrapLines(text string, width int) []string {
 }
 
 func stripANSI(s string) string { return ansi.Strip(s) }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -476,6 +476,8 @@ func (u *ui) handle(m any) {
 		}
 	case compactDone:
 		u.compacted(m)
+	case customReady:
+		u.customDone(m)
 	case resizeMsg:
 	}
 }
@@ -1024,23 +1026,65 @@ func (u *ui) shutdown() {
 	}
 }
 
-// complete finishes a slash command name on tab.
+// complete finishes a slash command name on tab: dsh's commands and the
+// custom ones, with descriptions.
 func (u *ui) complete() {
 	t := u.ed.Text()
 	if !strings.HasPrefix(t, "/") || strings.ContainsAny(t, " \n") {
 		return
 	}
-	var match []string
+	type match struct{ name, hint, desc string }
+	var ms []match
+	seen := map[string]bool{}
 	for _, c := range commands {
 		if strings.HasPrefix("/"+c.name, t) {
-			match = append(match, "/"+c.name)
+			ms = append(ms, match{c.name, c.args, c.help})
+			seen[c.name] = true
 		}
 	}
-	switch len(match) {
+	set := u.customs()
+	for _, c := range set.All() {
+		if seen[c.Name] {
+			continue
+		}
+		switch short := c.Name[strings.LastIndexByte(c.Name, ':')+1:]; {
+		case strings.HasPrefix("/"+c.Name, t):
+			ms = append(ms, match{c.Name, c.ArgumentHint, c.Summary()})
+		case short != c.Name && strings.HasPrefix("/"+short, t):
+			// /ship reaches /release:ship while no other command is ship.
+			if found, ok := set.Lookup(short); ok && found == c {
+				ms = append(ms, match{short, c.ArgumentHint, c.Summary() + " (/" + c.Name + ")"})
+			}
+		}
+	}
+	switch len(ms) {
 	case 0:
 	case 1:
-		u.ed.SetText(match[0] + " ")
+		u.ed.SetText("/" + ms[0].name + " ")
+		hint := ms[0].desc
+		if ms[0].hint != "" {
+			hint = ms[0].hint + " · " + hint
+		}
+		u.setHint(sanitize(hint), 5*time.Second)
 	default:
-		u.setHint(strings.Join(match, "  "), 3*time.Second)
+		// Complete as far as the names agree, and list them.
+		common := ms[0].name
+		for _, m := range ms[1:] {
+			for !strings.HasPrefix(m.name, common) {
+				common = common[:len(common)-1]
+			}
+		}
+		if len("/"+common) > len(t) {
+			u.ed.SetText("/" + common)
+		}
+		var b strings.Builder
+		for _, m := range ms {
+			left := "/" + m.name
+			if m.hint != "" {
+				left += " " + m.hint
+			}
+			fmt.Fprintf(&b, "  %s%s %s\n", u.st.Accent(sanitize(left)), strings.Repeat(" ", max(1, 30-len(left))), u.st.Dim(sanitize(m.desc)))
+		}
+		u.tr.Note(strings.TrimRight(b.String(), "\n"))
 	}
 }
