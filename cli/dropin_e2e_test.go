@@ -277,7 +277,7 @@ func TestDropinCommandHeadless(t *testing.T) {
 		t.Fatalf("unexpanded template:\n%s", msgs)
 	}
 	// The full name works too, and an unknown /word is an ordinary prompt.
-	ds.replies = []string{textReply("again"), textReply("plain")}
+	ds.setReplies(textReply("again"), textReply("plain"))
 	if r := u.run(t, dir, srv.URL, "", "-p", "--model", "deepseek/deepseek-chat", "/release:ship lever"); r.code != 0 || !strings.Contains(ds.requestText(1), "Ship lever") {
 		t.Fatalf("full name: exit %d %s\n%s", r.code, r.stderr, ds.requestText(1))
 	}

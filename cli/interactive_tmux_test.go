@@ -245,7 +245,7 @@ func TestInteractiveCancelInTmux(t *testing.T) {
 	// The prompt is back: the idle status line replaces the spinner.
 	tt.waitUntil(func(s string) bool {
 		tail := lastLines(s, 2)
-		return strings.Contains(tail, "›") && strings.Contains(tail, "/help")
+		return strings.Contains(tail, "›") && strings.Contains(tail, "mode") && !strings.Contains(tail, "to interrupt")
 	}, "the idle prompt")
 	if strings.Contains(s, "running 3") { // sleep 30 was killed early
 		t.Logf("screen:\n%s", s)
