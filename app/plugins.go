@@ -127,7 +127,7 @@ func Plugins() []core.Spec {
 			Needs:    []string{"doctor"},
 			Settings: settings.Schema{mcp.Key},
 			New: func(c *settings.Config) core.Plugin {
-				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c)})
+				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c), Withhold: providers.SecretEnvNames(providers.FromSettings(c))})
 			},
 		},
 		{
