@@ -27,6 +27,7 @@ import (
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
+	"github.com/dshq/dsh/skills"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/subagent"
@@ -78,6 +79,8 @@ type App struct {
 	Doctor *doctor.Registry
 	// Commands are the custom slash commands (nil when the plugin is off).
 	Commands *commands.Commands
+	// Skills are the skills of working directories (nil when off).
+	Skills *skills.Skills
 	// Transcripts keeps a Claude Code-format transcript of every session
 	// (hooks' transcript_path).
 	Transcripts *transcript.Writer
@@ -139,6 +142,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.hooks, _ = core.Lookup[*hooks.Bridges](h)
 	a.Doctor, _ = core.Lookup[*doctor.Registry](h)
 	a.Commands, _ = core.Lookup[*commands.Commands](h)
+	a.Skills, _ = core.Lookup[*skills.Skills](h)
 	if a.Doctor != nil {
 		if err := h.Scope.Add(a.Doctor.Add("settings", func(context.Context) []doctor.Finding { return settingsFindings(o.Config) })); err != nil {
 			_ = h.Close(ctx)

@@ -22,6 +22,7 @@ import (
 	"github.com/dshq/dsh/prompt"
 	sbplugin "github.com/dshq/dsh/sandbox/plugin"
 	"github.com/dshq/dsh/settings"
+	"github.com/dshq/dsh/skills"
 	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/store/postgres"
 	"github.com/dshq/dsh/tools"
@@ -127,12 +128,17 @@ func Plugins() []core.Spec {
 			Needs:    []string{"doctor"},
 			Settings: settings.Schema{mcp.Key},
 			New: func(c *settings.Config) core.Plugin {
-				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c), Withhold: providers.SecretEnvNames(providers.FromSettings(c))})
+				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c)})
 			},
 		},
 		{
 			Name: "subagents", Doc: "the subagent service and the task and fork tools, with custom agents", Optional: true,
 			New: func(*settings.Config) core.Plugin { return task.Plugin() },
+		},
+		{
+			Name: "skills", Doc: "skills: .claude/skills, .dsh/skills, ~/.claude/skills, plugin bundles' skills; the index in the prompt and the skill tool", Optional: true,
+			Needs: []string{"doctor"},
+			New:   func(*settings.Config) core.Plugin { return skills.Plugin(skills.Config{}) },
 		},
 		{
 			Name: "transcripts", Doc: "a Claude Code-format transcript of every session (hooks' transcript_path)",

@@ -317,3 +317,72 @@ func TestDropinInit(t *testing.T) {
 		t.Fatalf("the /init prompt:\n%s", first)
 	}
 }
+
+// skillFile is a Claude Code skill with a supporting file and an allowed
+// tool.
+const skillFile = `---
+name: release-notes
+description: Write release notes from the changelog. Use when the user asks for release notes.
+allowed-tools: Bash(touch notes-written.txt)
+---
+# Release notes
+
+SKILL-BODY-MARKER: read CHANGELOG.md, then run touch notes-written.txt.
+`
+
+// A skill's name and description are in the system prompt, its body only
+// once the model calls the skill tool; its allowed-tools let a command run
+// without asking while it is active, and not when the skill was not
+// called.
+func TestDropinSkill(t *testing.T) {
+	u := newUser(t)
+	dir := project(t, map[string]string{
+		".claude/skills/release-notes/SKILL.md":    skillFile,
+		".claude/skills/release-notes/template.md": "## Changes\n",
+		".claude/skills/broken/SKILL.md":           "no front matter at all",
+		"CHANGELOG.md":                             "- fixed things\n",
+	})
+	touch := toolReply("c2", "bash", map[string]string{"command": "touch notes-written.txt", "description": "mark"})
+
+	// Not called: the body never reaches the model and the command asks
+	// (refused headless).
+	ds := &deepseek{replies: []string{touch, textReply("no")}}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	if r := u.run(t, dir, srv.URL, "", "-p", "--trust", "--sandbox", "danger-full-access", "--model", "deepseek/deepseek-chat", "write notes"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	sys := ds.systemPrompt(t, 0)
+	if !strings.Contains(sys, "- release-notes: Write release notes from the changelog.") {
+		t.Fatalf("the skill index is not in the system prompt:\n%s", sys)
+	}
+	for i := 0; i < 2; i++ {
+		if b, _ := json.Marshal(ds.requests[i]); strings.Contains(string(b), "SKILL-BODY-MARKER") {
+			t.Fatalf("request %d carries the skill's body before it was called", i)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes-written.txt")); err == nil {
+		t.Fatal("the skill's allowed tool applied while the skill was not active")
+	}
+
+	// Called: the body comes back as the tool's result, and the allowed
+	// command runs.
+	ds.setReplies(toolReply("c1", "skill", map[string]string{"skill": "release-notes"}), touch, textReply("done"))
+	if r := u.run(t, dir, srv.URL, "", "-p", "--sandbox", "danger-full-access", "--model", "deepseek/deepseek-chat", "write notes"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	after := ds.requestText(3)
+	if !strings.Contains(after, "SKILL-BODY-MARKER") || !strings.Contains(after, filepath.Join(dir, ".claude", "skills", "release-notes")) {
+		t.Fatalf("the skill's body and folder did not reach the model:\n%s", after)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes-written.txt")); err != nil {
+		t.Fatalf("the skill's allowed tool did not apply: %v\n%s", err, ds.requestText(4))
+	}
+
+	doc := u.run(t, dir, srv.URL, "", "doctor", "--timeout", "1s")
+	for _, want := range []string{"used: skill release-notes", filepath.Join(dir, ".claude", "skills", "broken", "SKILL.md"), "no front matter"} {
+		if !strings.Contains(doc.stdout, want) {
+			t.Fatalf("doctor lacks %q:\n%s", want, doc.stdout)
+		}
+	}
+}

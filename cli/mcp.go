@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dshq/dsh/app"
-	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission/trust"
 	"github.com/dshq/dsh/settings"
@@ -113,7 +112,6 @@ func runMCPList(ctx context.Context, stdio IO, o mcpListOptions) error {
 			v := stdio.Env(k)
 			return v, v != ""
 		},
-		Withhold:    providers.SecretEnvNames(providers.FromSettings(cfg)),
 		MaxRestarts: -1, // report a failure at once
 		NoConnect:   o.noConnect,
 		// The default, so the deferred marks show what the model would get.

@@ -14,6 +14,7 @@ import (
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/doctor"
+	"github.com/dshq/dsh/internal/filestamp"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/permission"
@@ -65,12 +66,7 @@ type Commands struct {
 type cachedSet struct {
 	set     *Set
 	trusted bool
-	stamps  []stamp
-}
-
-type stamp struct {
-	path string
-	info os.FileInfo
+	stamps  filestamp.Set
 }
 
 // turn is a command's hold on the turn that runs it.
@@ -153,7 +149,7 @@ func (c *Commands) For(cwd string) *Set {
 	c.mu.Lock()
 	cs := c.cache[cwd]
 	c.mu.Unlock()
-	if cs != nil && cs.trusted == trusted && current(cs.stamps) {
+	if cs != nil && cs.trusted == trusted && cs.stamps.Current() {
 		return cs.set
 	}
 	dirs := c.Dirs(cwd)
@@ -166,43 +162,22 @@ func (c *Commands) For(cwd string) *Set {
 }
 
 // stampsOf records the directories and files a set was read from.
-func stampsOf(dirs []Dir) []stamp {
-	var out []stamp
+func stampsOf(dirs []Dir) filestamp.Set {
+	var out filestamp.Set
 	for _, d := range dirs {
+		out = append(out, filestamp.Of(d.Path))
 		_ = filepath.WalkDir(d.Path, func(path string, e os.DirEntry, err error) error {
-			if err != nil {
+			if err != nil || path == d.Path {
 				return nil
 			}
-			if e.IsDir() && path != d.Path && (d.Flat || strings.HasPrefix(e.Name(), ".")) {
+			if e.IsDir() && (d.Flat || strings.HasPrefix(e.Name(), ".")) {
 				return filepath.SkipDir
 			}
-			fi, err := os.Stat(path)
-			if err == nil {
-				out = append(out, stamp{path: path, info: fi})
-			}
+			out = append(out, filestamp.Of(path))
 			return nil
 		})
-		if _, err := os.Stat(d.Path); err != nil {
-			out = append(out, stamp{path: d.Path})
-		}
 	}
 	return out
-}
-
-func current(ss []stamp) bool {
-	for _, s := range ss {
-		fi, err := os.Stat(s.path)
-		if err != nil {
-			if s.info != nil {
-				return false
-			}
-			continue
-		}
-		if s.info == nil || !os.SameFile(fi, s.info) || fi.Size() != s.info.Size() || !fi.ModTime().Equal(s.info.ModTime()) {
-			return false
-		}
-	}
-	return true
 }
 
 // Prepared is a command line made into a prompt.

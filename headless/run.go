@@ -567,9 +567,15 @@ func (r *run) initLine() initLine {
 	if strings.HasPrefix(r.a.Model, "anthropic/") {
 		keySource = "ANTHROPIC_API_KEY"
 	}
+	skills := []string{}
+	if r.a.Skills != nil {
+		for _, k := range r.a.Skills.For(r.sess.Cwd()).All() {
+			skills = append(skills, k.Name)
+		}
+	}
 	return initLine{Type: "system", Subtype: "init", CWD: r.sess.Cwd(), SessionID: r.sid, Tools: tools, MCPServers: servers,
 		Model: r.currentModel(), PermissionMode: mode, SlashCommands: r.slashCommands(), APIKeySource: keySource,
-		ClaudeCodeVersion: r.o.Version, OutputStyle: "default", Agents: agents, Skills: []string{}, Plugins: []any{},
+		ClaudeCodeVersion: r.o.Version, OutputStyle: "default", Agents: agents, Skills: skills, Plugins: []any{},
 		UUID: claudemsg.UUID(r.sid, "init", fmt.Sprint(r.sess.Len()))}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -362,7 +361,7 @@ func (s *server) connect() (*conn, error) {
 		if cmd.Env == nil {
 			cmd.Env = os.Environ()
 		}
-		cmd.Env = withhold(cmd.Env, s.m.o.Withhold)
+		cmd.Env = append([]string(nil), cmd.Env...)
 		keys := make([]string, 0, len(cfg.Env))
 		for k := range cfg.Env {
 			keys = append(keys, k)
@@ -971,16 +970,4 @@ func (t *tail) suffix() string {
 		s = "…" + s[len(s)-600:]
 	}
 	return "; stderr: " + s
-}
-
-// withhold copies environ without the variables named in names.
-func withhold(environ, names []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		if name, _, _ := strings.Cut(kv, "="); slices.Contains(names, name) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }

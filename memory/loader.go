@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/dshq/dsh/internal/atref"
+	"github.com/dshq/dsh/internal/filestamp"
 )
 
 // Loader finds and reads the memory of working directories. Results are
@@ -33,21 +34,7 @@ type Loader struct {
 type cached struct {
 	set     *Set
 	trusted bool
-	seen    []stamp
-}
-
-// stamp is what a path looked like when a set was built.
-type stamp struct {
-	path string
-	info os.FileInfo // nil: did not exist
-}
-
-func (s stamp) current() bool {
-	fi, err := os.Stat(s.path)
-	if err != nil {
-		return s.info == nil
-	}
-	return s.info != nil && os.SameFile(fi, s.info) && fi.Size() == s.info.Size() && fi.ModTime().Equal(s.info.ModTime())
+	seen    filestamp.Set
 }
 
 // Load returns the memory of the working directory cwd (absolute).
@@ -56,7 +43,7 @@ func (l *Loader) Load(cwd string) *Set {
 	l.mu.Lock()
 	c := l.cache[cwd]
 	l.mu.Unlock()
-	if c != nil && c.trusted == trusted && stampsCurrent(c.seen) {
+	if c != nil && c.trusted == trusted && c.seen.Current() {
 		return c.set
 	}
 	b := l.builder(trusted)
@@ -97,15 +84,6 @@ func (l *Loader) Nested(cwd, dir string, done func(dir string) bool) *Set {
 	return b.set
 }
 
-func stampsCurrent(ss []stamp) bool {
-	for _, s := range ss {
-		if !s.current() {
-			return false
-		}
-	}
-	return true
-}
-
 func (l *Loader) builder(trusted bool) *builder {
 	return &builder{l: l, trusted: trusted, set: &Set{}, taken: map[string]string{}}
 }
@@ -118,16 +96,13 @@ type builder struct {
 	set     *Set
 	total   int
 	taken   map[string]string // real path → path it was taken as
-	seen    []stamp
+	seen    filestamp.Set
 }
 
 func (b *builder) stat(path string) os.FileInfo {
-	fi, err := os.Stat(path)
-	if err != nil {
-		fi = nil
-	}
-	b.seen = append(b.seen, stamp{path: path, info: fi})
-	return fi
+	st := filestamp.Of(path)
+	b.seen = append(b.seen, st)
+	return st.Info()
 }
 
 func (b *builder) skip(path, reason, detail string) {

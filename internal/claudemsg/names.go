@@ -17,7 +17,7 @@ var toolNames = map[string]string{
 	"read": "Read", "write": "Write", "edit": "Edit",
 	"glob": "Glob", "grep": "Grep", "ls": "LS",
 	"web_fetch": "WebFetch", "web_search": "WebSearch",
-	"todo_write": "TodoWrite", "task": "Agent", "fork": "Agent", "exit_plan_mode": "ExitPlanMode",
+	"todo_write": "TodoWrite", "task": "Agent", "fork": "Agent", "exit_plan_mode": "ExitPlanMode", "skill": "Skill",
 }
 
 // aliases are the other names Claude Code accepts for one of its tools:
