@@ -41,8 +41,8 @@ import (
 // fakeFetch and fakeSearch answer the web tools without a network.
 type fakeFetch struct{}
 
-func (fakeFetch) ID() string        { return "fake" }
-func (fakeFetch) Available() error  { return nil }
+func (fakeFetch) ID() string       { return "fake" }
+func (fakeFetch) Available() error { return nil }
 func (fakeFetch) Fetch(_ context.Context, req web.FetchRequest) (*web.FetchResult, error) {
 	return &web.FetchResult{Provider: "fake", URL: req.URL, FinalURL: req.URL, Status: 200, ContentType: "text/html", Title: "Page",
 		Content: "# Page\n\nThe page's text.", Format: web.FormatMarkdown}, nil

@@ -47,8 +47,8 @@ type Transcript struct {
 	shown        int
 	thoughtShown bool
 	reasoning    strings.Builder
-	preparing map[int]*prepCall
-	prepOrder []int
+	preparing    map[int]*prepCall
+	prepOrder    []int
 
 	// Tool calls not finished yet, in call order.
 	cards []*Card
