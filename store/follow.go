@@ -124,3 +124,27 @@ func (c *Coordinator) Leases() Leaser {
 	l, _ := c.backend.(Leaser)
 	return l
 }
+
+// ReadFrom returns the stored events of id with seq >= from, in order,
+// reading as little as the backend allows (a range read where it has one).
+// Like Read it takes no lock and never repairs. A server pages a session's
+// history through it without holding the log.
+func (c *Coordinator) ReadFrom(ctx context.Context, id session.ID, from int64) ([]session.Event, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	return c.readFrom(ctx, id, from)
+}
+
+// Deleter is implemented by backends that can delete a stored session.
+type Deleter interface {
+	// Delete removes the stored log and listing entry of id. The caller
+	// makes sure no process writes it (it holds no live session).
+	Delete(ctx context.Context, id session.ID) error
+}
+
+// Deleter returns the backend's deleter, when it has one.
+func (c *Coordinator) Deleter() (Deleter, bool) {
+	d, ok := c.backend.(Deleter)
+	return d, ok
+}

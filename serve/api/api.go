@@ -1,0 +1,247 @@
+// Package api is the wire vocabulary of dsh serve's HTTP API: the request
+// and response bodies the server writes and the Go client reads, and the
+// OpenAPI 3.1 document that describes them ([OpenAPI], served at
+// /openapi.json). Session events travel as they are in the log
+// ([session.Event], the native schema): the API adds no event types of its
+// own, so a stream, a page of history and `dsh sessions export` agree.
+package api
+
+import (
+	_ "embed"
+	"encoding/json"
+
+	"github.com/dshq/dsh/session"
+)
+
+// OpenAPI is the API's OpenAPI 3.1 document. Every route the server
+// registers is in it, and every response the contract tests see validates
+// against it.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Version is the API's version, the /v1 of its paths.
+const Version = "v1"
+
+// Error is every error response: a message that says what to do, and a
+// stable code.
+type Error struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// Error codes.
+const (
+	CodeUnauthorized   = "unauthorized"
+	CodeForbidden      = "forbidden"
+	CodeNotFound       = "not_found"
+	CodeBadRequest     = "bad_request"
+	CodeTooLarge       = "too_large"
+	CodeRateLimited    = "rate_limited"
+	CodeConflict       = "conflict"
+	CodeUnavailable    = "unavailable"
+	CodeInternal       = "internal"
+	CodeNotImplemented = "not_implemented"
+)
+
+// Health is GET /healthz.
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	Worker  string `json:"worker"`
+}
+
+// Whoami is GET /v1/whoami: the token the request carried.
+type Whoami struct {
+	Token      string   `json:"token"`
+	Access     string   `json:"access"`
+	Workspaces []string `json:"workspaces"`
+}
+
+// Access levels of a token.
+const (
+	AccessRead = "read"
+	AccessFull = "full"
+)
+
+// Workspaces is GET /v1/workspaces: the directories sessions may be
+// created in, for this token (the server's roots, narrowed by the token's
+// workspaces).
+type Workspaces struct {
+	Roots []string `json:"roots"`
+}
+
+// AgentDefinition is an inline agent a session runs as: a system prompt
+// appended to dsh's, the tools it may use (nil: every tool) and a model.
+type AgentDefinition struct {
+	Prompt string   `json:"prompt,omitempty"`
+	Tools  []string `json:"tools,omitempty"`
+	Model  string   `json:"model,omitempty"`
+}
+
+// CreateSession is POST /v1/sessions.
+type CreateSession struct {
+	// Workspace is the directory the agent works in: absolute, or relative
+	// to the first root. It must lie under one of the server's roots and
+	// the token's workspaces, after symbolic links are resolved.
+	Workspace string `json:"workspace"`
+	// Model is a model reference ("provider/model" or an alias); empty:
+	// the workspace's default.
+	Model string `json:"model,omitempty"`
+	// PermissionMode is the session's permission mode (default,
+	// acceptEdits, plan, bypassPermissions); empty: the workspace's.
+	PermissionMode string `json:"permissionMode,omitempty"`
+	// Sandbox is the sandbox mode of its bash commands (read-only,
+	// workspace-write, danger-full-access); empty: the workspace's.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Agent names a custom agent of the workspace (.dsh/agents/*.md,
+	// $DSH_HOME/agents/*.md); AgentDefinition gives one inline instead.
+	Agent           string           `json:"agent,omitempty"`
+	AgentDefinition *AgentDefinition `json:"agentDefinition,omitempty"`
+	// Prompt, when set, is sent as the first message.
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// Session is a session as the API shows it.
+type Session struct {
+	ID        session.ID `json:"id"`
+	Workspace string     `json:"workspace"`
+	CreatedAt int64      `json:"createdAt"`
+	Parent    session.ID `json:"parent,omitempty"`
+	Title     string     `json:"title,omitempty"`
+	// Status is idle, running, or stored (not in any worker's memory;
+	// loaded again when a message arrives).
+	Status         string `json:"status"`
+	LastActivity   int64  `json:"lastActivity"`
+	Turns          int    `json:"turns"`
+	Events         int64  `json:"events"`
+	Model          string `json:"model,omitempty"`
+	PermissionMode string `json:"permissionMode,omitempty"`
+	Sandbox        string `json:"sandbox,omitempty"`
+	Agent          string `json:"agent,omitempty"`
+	// PendingApprovals counts the questions waiting for an answer.
+	PendingApprovals int `json:"pendingApprovals"`
+	// Holder names the worker running it, when one is.
+	Holder string `json:"holder,omitempty"`
+}
+
+// Session statuses.
+const (
+	StatusIdle    = "idle"
+	StatusRunning = "running"
+	StatusStored  = "stored"
+)
+
+// SessionList is GET /v1/sessions.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// Message is POST /v1/sessions/{id}/messages and /steer.
+type Message struct {
+	Text string `json:"text"`
+}
+
+// Accepted answers a message, steer or cancel: what the session's log
+// held when the request was taken (a stream from Seq on shows its effect).
+type Accepted struct {
+	Session session.ID `json:"session"`
+	Seq     int64      `json:"seq"`
+}
+
+// Cancel is POST /v1/sessions/{id}/cancel.
+type Cancel struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Fork is POST /v1/sessions/{id}/fork: a new session seeded with the
+// completed turns of this one (all of them, or the first Turns).
+type Fork struct {
+	Turns int `json:"turns,omitempty"`
+}
+
+// SetMode is POST /v1/sessions/{id}/mode.
+type SetMode struct {
+	PermissionMode string `json:"permissionMode"`
+}
+
+// EventPage is GET /v1/sessions/{id}/events: stored history, a page at a
+// time. Next is the seq to ask for next; More says whether there is more.
+type EventPage struct {
+	Events []session.Event `json:"events"`
+	Next   int64           `json:"next"`
+	More   bool            `json:"more"`
+}
+
+// Approval is a pending question: an ask decision the agent waits on.
+type Approval struct {
+	Session session.ID `json:"session"`
+	// ID is the tool call's id; answer it at
+	// /v1/sessions/{session}/approvals/{id}.
+	ID          string          `json:"id"`
+	Tool        string          `json:"tool"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Reason      string          `json:"reason,omitempty"`
+	Suggestions []string        `json:"suggestions,omitempty"`
+	// Asked is when the question was put (epoch ms); Expires when the
+	// timeout policy answers it.
+	Asked   int64 `json:"asked"`
+	Expires int64 `json:"expires"`
+}
+
+// ApprovalList is GET /v1/approvals and /v1/sessions/{id}/approvals.
+type ApprovalList struct {
+	Approvals []Approval `json:"approvals"`
+}
+
+// Decisions an answer can make.
+const (
+	// DecisionAllow allows this call once.
+	DecisionAllow = "allow"
+	// DecisionAllowSession allows it and, for the rest of the session,
+	// calls its rules cover (the request's suggestions unless Rules names
+	// others).
+	DecisionAllowSession = "allow_session"
+	// DecisionDeny refuses it; the reason is what the model reads.
+	DecisionDeny = "deny"
+)
+
+// Answer is POST /v1/sessions/{id}/approvals/{call}.
+type Answer struct {
+	Decision string   `json:"decision"`
+	Rules    []string `json:"rules,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+}
+
+// CreateRun is POST /v1/runs: a prompt run in the background, headless, as
+// a job of the queue.
+type CreateRun struct {
+	Workspace      string `json:"workspace"`
+	Prompt         string `json:"prompt"`
+	Model          string `json:"model,omitempty"`
+	PermissionMode string `json:"permissionMode,omitempty"`
+	// Callback, when set, receives a POST of the finished Run.
+	Callback string `json:"callback,omitempty"`
+	// MaxAttempts bounds the retries (default 3).
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+}
+
+// Run is a background run.
+type Run struct {
+	ID          int64      `json:"id"`
+	State       string     `json:"state"`
+	Workspace   string     `json:"workspace"`
+	Prompt      string     `json:"prompt"`
+	Session     session.ID `json:"session,omitempty"`
+	Attempt     int        `json:"attempt"`
+	MaxAttempts int        `json:"maxAttempts"`
+	Result      string     `json:"result,omitempty"`
+	Errors      []string   `json:"errors,omitempty"`
+	CreatedAt   int64      `json:"createdAt"`
+	FinishedAt  int64      `json:"finishedAt,omitempty"`
+}
+
+// RunList is GET /v1/runs.
+type RunList struct {
+	Runs []Run `json:"runs"`
+}

@@ -1,0 +1,253 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
+)
+
+// follow calls fn with every event of e's log from seq from on, until ctx
+// ends or fn fails. While the session is live in this process events come
+// from memory as they are appended (streamed chunks included, before the
+// step commits); otherwise from the store as they commit, in this process
+// or in any other worker sharing it (PostgreSQL rings a bell at every
+// commit). It switches between the two as the session is loaded and
+// evicted, and never skips or repeats a seq. The log is the only buffer: a
+// slow consumer reads it at its own pace and never holds up the agent.
+func (s *Server) follow(ctx context.Context, e *entry, from int64, fn func(session.Event) error) error {
+	next := from
+	emit := func(ev session.Event) error {
+		if ev.Seq < next {
+			return nil
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+		next = ev.Seq + 1
+		return nil
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sess, changed := e.watch()
+		if sess != nil {
+			if err := followMemory(ctx, sess, &next, changed, emit); err != nil {
+				return err
+			}
+			continue
+		}
+		fctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-changed:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
+		err := s.o.Catalog.Follow(fctx, e.id, next, emit, store.FollowOptions{})
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			if errors.Is(err, store.ErrNotFound) {
+				// Not stored yet (created, nothing flushed): wait for it to
+				// go live or commit.
+				select {
+				case <-changed:
+				case <-time.After(200 * time.Millisecond):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				continue
+			}
+			return err
+		}
+	}
+}
+
+// followMemory follows a live session until gone is closed (its agent was
+// disposed: every event is stored by then).
+func followMemory(ctx context.Context, sess *session.Session, next *int64, gone <-chan struct{}, emit func(session.Event) error) error {
+	for {
+		evs := sess.Events()
+		for *next < int64(len(evs)) {
+			if err := emit(evs[*next]); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sess.WhenLonger(int(*next)):
+		case <-gone:
+			evs := sess.Events()
+			for *next < int64(len(evs)) {
+				if err := emit(evs[*next]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+}
+
+// startSeq is where a stream starts: after Last-Event-ID (a reconnecting
+// EventSource sends it), else at ?from (default 0, the whole log).
+func startSeq(r *http.Request) (int64, error) {
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(id), 10, 64)
+		if err != nil || n < -1 {
+			return 0, badRequest("Last-Event-ID %q is not a seq", id)
+		}
+		return n + 1, nil
+	}
+	if f := r.URL.Query().Get("from"); f != "" {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 0 {
+			return 0, badRequest("from %q is not a seq", f)
+		}
+		return n, nil
+	}
+	return 0, nil
+}
+
+// streamSSE is GET /v1/sessions/{id}/stream: the log as Server-Sent
+// Events, one event per log entry, its seq as the SSE id, resumable with
+// Last-Event-ID. A client that takes no data for StreamWriteTimeout is
+// dropped (it resumes where it was).
+func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, c *call) {
+	ctx := r.Context()
+	e, err := s.find(ctx, c.tok, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	from, err := startSeq(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var mu sync.Mutex
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	write := func(b []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = rc.SetWriteDeadline(time.Now().Add(s.o.StreamWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			cancel()
+			return err
+		}
+		if err := rc.Flush(); err != nil {
+			cancel()
+			return err
+		}
+		return nil
+	}
+	if err := write([]byte(": dsh session " + string(e.id) + "\n\n")); err != nil {
+		return
+	}
+	go s.heartbeat(ctx, func() error { return write([]byte(": ping\n\n")) })
+	buf := make([]byte, 0, 512)
+	_ = s.follow(ctx, e, from, func(ev session.Event) error {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		buf = append(buf[:0], "id: "...)
+		buf = strconv.AppendInt(buf, ev.Seq, 10)
+		buf = append(buf, "\ndata: "...)
+		buf = append(buf, b...)
+		buf = append(buf, "\n\n"...)
+		return write(buf)
+	})
+}
+
+func (s *Server) heartbeat(ctx context.Context, ping func() error) {
+	t := time.NewTicker(s.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if ping() != nil {
+				return
+			}
+		}
+	}
+}
+
+// streamWS is GET /v1/sessions/{id}/ws: the same stream over a WebSocket,
+// one text message per event (the event's JSON), from ?from (or after
+// Last-Event-ID).
+func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, c *call) {
+	e, err := s.find(r.Context(), c.tok, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	from, err := startSeq(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var patterns []string
+	for _, o := range s.o.CORSOrigins {
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			patterns = append(patterns, u.Host)
+		}
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: patterns})
+	if err != nil {
+		return // Accept has answered
+	}
+	defer conn.CloseNow()
+	ctx := conn.CloseRead(r.Context())
+	go s.heartbeat(ctx, func() error {
+		pctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
+		defer cancel()
+		return conn.Ping(pctx)
+	})
+	err = s.follow(ctx, e, from, func(ev session.Event) error {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
+		defer cancel()
+		return conn.Write(wctx, websocket.MessageText, b)
+	})
+	if err != nil && ctx.Err() == nil {
+		_ = conn.Close(websocket.StatusInternalError, trimReason(err.Error()))
+		return
+	}
+	_ = conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// trimReason fits a close reason into a control frame.
+func trimReason(s string) string {
+	if len(s) > 120 {
+		return s[:120]
+	}
+	return s
+}
