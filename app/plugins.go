@@ -126,7 +126,7 @@ func Plugins() []core.Spec {
 		{
 			Name: "mcp", Doc: "the MCP client: configured servers' tools as mcp__<server>__<tool>", Optional: true,
 			Needs:    []string{"doctor"},
-			Settings: settings.Schema{mcp.Key},
+			Settings: settings.Schema{mcp.Key, mcp.StrictKey},
 			New: func(c *settings.Config) core.Plugin {
 				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c)})
 			},

@@ -10,6 +10,7 @@ import (
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/llm/providers"
+	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/permission/trust"
 	sbplugin "github.com/dshq/dsh/sandbox/plugin"
@@ -31,6 +32,7 @@ type configFlags struct {
 	trust              bool
 	verbose            bool
 	sandbox            string
+	strictMCP          bool
 }
 
 // register adds the flags to fl; acp says which front door they serve.
@@ -51,6 +53,7 @@ func (f *configFlags) register(fl *pflag.FlagSet, acp bool) {
 	fl.StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories the tools may use")
 	fl.BoolVar(&f.trust, "trust", false, trustHelp)
 	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
+	fl.BoolVar(&f.strictMCP, "strict-mcp-config", false, "use only the MCP servers given for this run (--mcp-config, or an editor's), none from settings files or .mcp.json")
 	fl.StringVar(&f.sandbox, "sandbox", "", "sandbox mode of bash commands: read-only, workspace-write (the default) or danger-full-access")
 }
 
@@ -71,6 +74,9 @@ func (f *configFlags) layers() ([]settings.File, error) {
 			return nil, err
 		}
 		out = append(out, l)
+	}
+	if f.strictMCP {
+		out = append(out, mcp.StrictKey.Flag("--strict-mcp-config", true))
 	}
 	if f.appendSystemPrompt != "" {
 		out = append(out, app.SystemPromptKey.Flag("--append-system-prompt", f.appendSystemPrompt))

@@ -66,7 +66,7 @@ func (h *headlessFlags) register(fl *pflag.FlagSet) {
 		fl.Var(&ignoredFlag{name: name, seen: &h.ignored}, name, "accepted for compatibility with Claude Code; no effect in dsh")
 		_ = fl.MarkHidden(name)
 	}
-	for _, name := range []string{"strict-mcp-config", "include-hook-events", "no-session-persistence"} {
+	for _, name := range []string{"include-hook-events", "no-session-persistence"} {
 		fl.Var(&ignoredFlag{name: name, seen: &h.ignored}, name, "accepted for compatibility with Claude Code; no effect in dsh")
 		fl.Lookup(name).NoOptDefVal = "true"
 		_ = fl.MarkHidden(name)

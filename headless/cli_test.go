@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -243,7 +244,8 @@ func TestJSONSchema(t *testing.T) {
 }
 
 // --mcp-config adds servers for the run (connected before the prompt);
-// Claude Code flags dsh does not act on are named on stderr.
+// --strict-mcp-config leaves out every configured one; Claude Code flags
+// dsh does not act on are named on stderr.
 func TestMCPConfigFlag(t *testing.T) {
 	srv, err := filepath.Abs("../node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if err != nil {
@@ -261,12 +263,38 @@ func TestMCPConfigFlag(t *testing.T) {
 		}
 		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_e", Name: "mcp__ev__echo", Input: map[string]string{"message": "ping"}}}}
 	})
+	// A server of the user's settings: strict runs must not start it.
+	user := fmt.Sprintf(`{"mcpServers":{"configured":{"command":"node","args":[%q]}}}`, srv)
+	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	servers := func(r result) []string {
+		t.Helper()
+		var names []string
+		for _, l := range lines(t, r.stdout) {
+			if l["type"] == "system" && l["subtype"] == "init" {
+				for _, s := range l["mcp_servers"].([]any) {
+					names = append(names, s.(map[string]any)["name"].(string))
+				}
+				slices.Sort(names)
+				return names
+			}
+		}
+		t.Fatalf("no init line:\n%s", r.stdout)
+		return nil
+	}
 	cfg := fmt.Sprintf(`{"mcpServers":{"ev":{"command":"node","args":[%q]}}}`, srv)
-	r := e.dsh("", "-p", "--mcp-config", cfg, "--allowedTools", "mcp__ev", "--strict-mcp-config", "--setting-sources", "user", "echo ping")
+	r := e.dsh("", "-p", "--output-format", "stream-json", "--verbose", "--mcp-config", cfg, "--allowedTools", "mcp__ev", "--strict-mcp-config", "--setting-sources", "user", "echo ping")
 	if r.code != 0 || !strings.Contains(r.stdout, "echoed:") || !strings.Contains(r.stdout, "ping") {
 		t.Fatalf("exit %d: %q %s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "--strict-mcp-config") || !strings.Contains(r.stderr, "--setting-sources") {
-		t.Fatalf("ignored flags were not named: %s", r.stderr)
+	if got := servers(r); !slices.Equal(got, []string{"ev"}) {
+		t.Fatalf("--strict-mcp-config: servers %v, want only ev", got)
+	}
+	if !strings.Contains(r.stderr, "--setting-sources") || strings.Contains(r.stderr, "--strict-mcp-config") {
+		t.Fatalf("ignored flags (only --setting-sources is ignored): %s", r.stderr)
+	}
+	if got := servers(e.dsh("", "-p", "--output-format", "stream-json", "--verbose", "--mcp-config", cfg, "echo ping")); !slices.Equal(got, []string{"configured", "ev"}) {
+		t.Fatalf("without --strict-mcp-config: servers %v, want configured and ev", got)
 	}
 }

@@ -59,6 +59,13 @@ const (
 // decoded (and checked) by [ParseServers] when the client starts.
 var Key = settings.Key[map[string]json.RawMessage]{Name: "mcpServers", Merge: settings.MergeMaps[map[string]json.RawMessage]}
 
+// StrictKey is "strictMcpConfig": when true only the servers the run was
+// given count — the command line's (--mcp-config) and, in ACP, those an
+// editor sends — and no settings file, .mcp.json or other configuration is
+// read for servers. It is what Claude Code's --strict-mcp-config means, and
+// that flag sets it; scripts use it to pin a run's tools exactly.
+var StrictKey = settings.Key[bool]{Name: "strictMcpConfig"}
+
 // ProjectFile is the project's MCP configuration, as Claude Code writes it.
 const ProjectFile = ".mcp.json"
 
@@ -312,13 +319,15 @@ func Configured(c *settings.Config, cwd string) ([]ServerConfig, error) {
 			add(ParseServers(v.Value, string(l), v.Path, dir))
 		}
 	}
-	layer(settings.LayerUser)
-	if cwd != "" {
-		add(LoadProjectFile(cwd))
+	if !StrictKey.Get(c) {
+		layer(settings.LayerUser)
+		if cwd != "" {
+			add(LoadProjectFile(cwd))
+		}
+		layer(settings.LayerProject)
+		layer(settings.LayerLocal)
+		layer(settings.LayerSettingsFile)
 	}
-	layer(settings.LayerProject)
-	layer(settings.LayerLocal)
-	layer(settings.LayerSettingsFile)
 	layer(settings.LayerCLI)
 	out := make([]ServerConfig, 0, len(byName))
 	for _, c := range byName {
