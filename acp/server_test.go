@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshq/dsh/acp/acptest"
+	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
@@ -818,5 +819,48 @@ func TestUntrustedProjectSettingsIgnored(t *testing.T) {
 	body, _ := json.Marshal(reqs[0])
 	if strings.Contains(string(body), "UNTRUSTED-PROJECT-PROMPT") {
 		t.Fatalf("an untrusted project's settings reached the model request: %.300s", body)
+	}
+}
+
+// Usage updates carry the session's running cost from the price table
+// (here the "pricing" settings' override), history included after a load.
+func TestUsageUpdateCost(t *testing.T) {
+	model := acptest.New(acptest.Text("one"), acptest.Text("two"), acptest.Text("three"))
+	defer model.Close()
+	prices := map[string]pricing.Setting{acptest.Model: {Input: 1, Output: 2}} // per million tokens
+	priced := withSettings(t, pricing.Key.In(settings.LayerUser, "settings.json", prices))
+	h := newHarness(t, model, priced)
+	defer h.close()
+	h.initialize(sdk.ClientCapabilities{})
+	id := h.newSession()
+	costs := func() []float64 {
+		var out []float64
+		for _, u := range h.client.updatesOf(id) {
+			if u.UsageUpdate != nil {
+				if u.UsageUpdate.Cost == nil || u.UsageUpdate.Cost.Currency != "USD" {
+					t.Fatalf("usage update without a cost in USD: %+v", u.UsageUpdate)
+				}
+				out = append(out, u.UsageUpdate.Cost.Amount)
+			}
+		}
+		return out
+	}
+	// Each scripted reply uses 100 prompt and 10 completion tokens: 120e-6 USD.
+	near := func(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+	h.mustPrompt(id, "a", sdk.StopReasonEndTurn)
+	h.mustPrompt(id, "b", sdk.StopReasonEndTurn)
+	if c := costs(); len(c) != 2 || !near(c[0], 120e-6) || !near(c[1], 240e-6) {
+		t.Fatalf("costs %v", c)
+	}
+	h.close()
+	h.start(priced)
+	h.initialize(sdk.ClientCapabilities{})
+	if _, err := h.conn.LoadSession(h.ctx(), sdk.LoadSessionRequest{SessionId: id, Cwd: h.dir, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	h.client.reset(id)
+	h.mustPrompt(id, "c", sdk.StopReasonEndTurn)
+	if c := costs(); len(c) != 1 || !near(c[0], 360e-6) {
+		t.Fatalf("cost after load %v (want the history's included)", c)
 	}
 }

@@ -160,6 +160,7 @@ func (r *sess) newTranslator(replay bool) *translator {
 		return 0
 	})
 	t.replay = replay
+	t.prices = r.ws.app.Prices
 	return t
 }
 
@@ -297,6 +298,7 @@ func (r *sess) attach(h *agent.Handle, replay bool) bool {
 	if replay {
 		r.replayLocked(events)
 	}
+	r.tr.account(events)
 	r.titled = slices.ContainsFunc(events, func(e session.Event) bool { return e.Type == session.TypeUserMessage })
 	r.from = int64(len(events))
 	r.ready = true

@@ -8,6 +8,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 )
@@ -32,6 +33,10 @@ type translator struct {
 	tools toolLookup
 	// contextWindow returns a model's window (0: unknown) for usage updates.
 	contextWindow func(model string) int
+	// prices prices the session's usage; cost is its running total, which
+	// usage updates carry (derived from the log like everything else).
+	prices *pricing.Table
+	cost   pricing.Tally
 	// replay echoes user messages (a live client already shows them).
 	replay bool
 	// zedTerminal renders terminal cards with Zed's _meta convention
@@ -62,6 +67,19 @@ type callState struct {
 func newTranslator(cwd string, tools toolLookup, window func(string) int) *translator {
 	return &translator{cwd: cwd, tools: tools, contextWindow: window,
 		calls: map[llm.CallID]*callState{}, streamed: map[[2]int]bool{}}
+}
+
+// account adds the cost of events the translator will not see (a loaded
+// session's history, when the live stream starts after it).
+func (t *translator) account(events []session.Event) {
+	for _, e := range events {
+		if e.Type != session.TypeAssistantMessage {
+			continue
+		}
+		if m, err := session.Decode[session.AssistantMessage](e); err == nil && m.Usage != nil {
+			t.cost.Add(t.prices, m.Model, *m.Usage)
+		}
+	}
 }
 
 // translate returns the updates for one event (often none).
@@ -106,10 +124,18 @@ func (t *translator) translate(e session.Event) []sdk.SessionUpdate {
 			}
 		}
 		delete(t.streamed, key)
+		if m.Usage != nil {
+			t.cost.Add(t.prices, m.Model, *m.Usage)
+		}
 		if m.Usage != nil && t.contextWindow != nil {
 			if size := t.contextWindow(m.Model); size > 0 {
 				used := m.Usage.PromptTokens() + m.Usage.OutputTokens
-				out = append(out, sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{SessionUpdate: "usage_update", Used: used, Size: size}})
+				uu := &sdk.SessionUsageUpdate{SessionUpdate: "usage_update", Used: used, Size: size}
+				if !t.cost.Unpriced || t.cost.USD > 0 {
+					// An unpriced model's cost is unknown, not zero: left out.
+					uu.Cost = &sdk.Cost{Amount: t.cost.USD, Currency: "USD"}
+				}
+				out = append(out, sdk.SessionUpdate{UsageUpdate: uu})
 			}
 		}
 		return out

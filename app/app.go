@@ -22,6 +22,7 @@ import (
 	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/hooks/transcript"
+	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission"
@@ -84,8 +85,11 @@ type App struct {
 	// Transcripts keeps a Claude Code-format transcript of every session
 	// (hooks' transcript_path).
 	Transcripts *transcript.Writer
-	hooks       *hooks.Bridges
-	opts        Options
+	// Prices is the price table every front door reads cost from (the
+	// models plugin's: list prices under the "pricing" settings).
+	Prices *pricing.Table
+	hooks  *hooks.Bridges
+	opts   Options
 }
 
 // ErrNoModel is returned when a model was named but nothing serves it.
@@ -150,6 +154,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		}
 	}
 	a.Transcripts, _ = core.Lookup[*transcript.Writer](h)
+	a.Prices, _ = core.Lookup[*pricing.Table](h)
 	sel, _ := core.Lookup[providers.Selection](h)
 	a.Model, a.Demo, a.DemoFallback = sel.Model, sel.Demo, sel.DemoFallback
 	return a, nil

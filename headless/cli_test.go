@@ -298,3 +298,35 @@ func TestMCPConfigFlag(t *testing.T) {
 		t.Fatalf("without --strict-mcp-config: servers %v, want configured and ev", got)
 	}
 }
+
+// total_cost_usd comes from the price table, which the "pricing" settings
+// override (cache reads and writes priced apart, defaulting to input).
+func TestCostFromPriceTable(t *testing.T) {
+	e := newEnv(t, echoReply)
+	cost := func() (float64, map[string]any) {
+		t.Helper()
+		r := e.dsh("", "-p", "--output-format", "json", "hi")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		mu, _ := res["modelUsage"].(map[string]any)
+		m, _ := mu["anthropic/claude-sonnet-4-5"].(map[string]any)
+		return res["total_cost_usd"].(float64), m
+	}
+	// The list price: 100 input tokens at $3/M, 10 output at $15/M.
+	if got, _ := cost(); fmt.Sprintf("%.7f", got) != "0.0004500" {
+		t.Fatalf("list-price cost %v", got)
+	}
+	settings := `{"pricing":{"anthropic/claude-sonnet-4-5":{"input":1000,"output":2000,"cacheRead":1}}}`
+	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, m := cost()
+	if fmt.Sprintf("%.4f", got) != "0.1200" || fmt.Sprintf("%.4f", m["costUSD"]) != "0.1200" || m["costBasis"] != "list" {
+		t.Fatalf("overridden cost %v, model usage %v", got, m)
+	}
+}

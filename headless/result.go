@@ -75,8 +75,9 @@ type ModelUsage struct {
 	CostUSD                  float64 `json:"costUSD"`
 	ContextWindow            int     `json:"contextWindow"`
 	MaxOutputTokens          int     `json:"maxOutputTokens"`
-	// CostBasis is "list" (priced from llm/pricing's list prices) or
-	// "unknown" (the table has no price for the model: costUSD is 0).
+	// CostBasis is "list" (priced from the price table: llm/pricing's
+	// list prices under the "pricing" settings) or "unknown" (nothing
+	// prices the model: costUSD is 0).
 	CostBasis string `json:"costBasis"`
 	Provider  string `json:"provider,omitempty"`
 }
@@ -110,6 +111,8 @@ type costs struct {
 	total   float64
 	// info describes a model (context window, output limit).
 	info func(model string) llm.ModelInfo
+	// prices is the table in force (the app's; nil: the built-in one).
+	prices *pricing.Table
 }
 
 func (c *costs) add(model string, u llm.Usage) {
@@ -119,7 +122,7 @@ func (c *costs) add(model string, u llm.Usage) {
 	m := c.byModel[model]
 	if m == nil {
 		m = &ModelUsage{CostBasis: "unknown"}
-		if _, known := pricing.Lookup(model); known {
+		if _, known := c.prices.Lookup(model); known {
 			m.CostBasis = "list"
 		}
 		if p, _, ok := strings.Cut(model, "/"); ok {
@@ -135,7 +138,7 @@ func (c *costs) add(model string, u llm.Usage) {
 	m.OutputTokens += u.OutputTokens
 	m.CacheReadInputTokens += u.CacheReadTokens
 	m.CacheCreationInputTokens += u.CacheWriteTokens
-	usd, _ := pricing.Cost(model, u)
+	usd, _ := c.prices.Cost(model, u)
 	m.CostUSD += usd
 	c.total += usd
 }

@@ -174,6 +174,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		o.SchemaRetries = 3
 	}
 	r := &run{o: o, a: o.App, w: &lineWriter{out: o.Out}, turnDone: make(chan struct{}, 1), interrupted: map[int]bool{}}
+	r.costs.prices = r.a.Prices
 	r.costs.info = func(model string) llm.ModelInfo {
 		in, _ := r.a.Host.LLM.Info(model)
 		return in

@@ -6,9 +6,11 @@
 package pricing
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/settings"
 )
 
 // Price is a model's list price in US dollars per million tokens.
@@ -91,4 +93,133 @@ func Cost(model string, u llm.Usage) (usd float64, ok bool) {
 		return 0, false
 	}
 	return p.Cost(u), true
+}
+
+// Setting is one entry of the "pricing" settings key: a model's prices in
+// US dollars per million tokens. The cache prices default to the input
+// price (no discount assumed) when left out.
+type Setting struct {
+	Input      float64  `json:"input"`
+	Output     float64  `json:"output"`
+	CacheRead  *float64 `json:"cacheRead,omitempty"`
+	CacheWrite *float64 `json:"cacheWrite,omitempty"`
+}
+
+// Price returns the setting as a price.
+func (s Setting) Price() Price {
+	p := Price{Input: s.Input, Output: s.Output, CacheRead: s.Input, CacheWrite: s.Input}
+	if s.CacheRead != nil {
+		p.CacheRead = *s.CacheRead
+	}
+	if s.CacheWrite != nil {
+		p.CacheWrite = *s.CacheWrite
+	}
+	return p
+}
+
+// Key is the "pricing" settings key: prices by model, which override the
+// built-in list prices (a negotiated rate, a local model that costs
+// something, a model the table does not know). A name is a model
+// reference ("local/qwen3", matched exactly) or a model id prefix without
+// a provider ("claude-sonnet-4", matched like the built-in table, the
+// longest prefix winning). Layers merge by name.
+var Key = settings.Key[map[string]Setting]{Name: "pricing", Merge: settings.MergeMaps[map[string]Setting], Validate: func(m map[string]Setting) error {
+	for name, s := range m {
+		if strings.TrimSpace(name) == "" {
+			return settings.Invalid(name, "an empty model name")
+		}
+		neg := s.Input < 0 || s.Output < 0 || (s.CacheRead != nil && *s.CacheRead < 0) || (s.CacheWrite != nil && *s.CacheWrite < 0)
+		if neg {
+			return settings.Invalid(name, "prices must not be negative")
+		}
+	}
+	return nil
+}}
+
+// Table is the price table in force: the built-in list prices under the
+// settings' overrides. Every front door reads cost from the one table the
+// models capability provides, so the terminal, the headless result and ACP
+// usage updates agree. The zero value (or nil) is the built-in table.
+type Table struct {
+	exact    map[string]Price // by full reference, lower case
+	prefixes []entry          // bare id prefixes, lower case
+}
+
+// NewTable returns the built-in table under overrides (the "pricing" key).
+func NewTable(overrides map[string]Setting) *Table {
+	t := &Table{exact: map[string]Price{}}
+	for name, s := range overrides {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if strings.Contains(name, "/") {
+			t.exact[name] = s.Price()
+			continue
+		}
+		t.prefixes = append(t.prefixes, entry{prefix: name, price: s.Price()})
+	}
+	return t
+}
+
+// Lookup returns a model's price: an override for its exact reference,
+// else the longest overriding prefix, else the built-in list price. ok is
+// false when nothing prices the model.
+func (t *Table) Lookup(model string) (Price, bool) {
+	if t != nil {
+		m := strings.ToLower(model)
+		if p, ok := t.exact[m]; ok {
+			return p, true
+		}
+		if i := strings.LastIndexByte(m, '/'); i >= 0 {
+			m = m[i+1:]
+		}
+		best := -1
+		for i, e := range t.prefixes {
+			if strings.HasPrefix(m, e.prefix) && (best < 0 || len(e.prefix) > len(t.prefixes[best].prefix)) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return t.prefixes[best].price, true
+		}
+	}
+	return Lookup(model)
+}
+
+// Cost estimates what usage of model costs; ok is false when the model's
+// price is unknown (the cost is then 0).
+func (t *Table) Cost(model string, u llm.Usage) (usd float64, ok bool) {
+	p, ok := t.Lookup(model)
+	if !ok {
+		return 0, false
+	}
+	return p.Cost(u), true
+}
+
+// Tally sums the cost of usage over models, remembering whether any of
+// it was unpriced (then the total is a lower bound).
+type Tally struct {
+	USD float64
+	// Unpriced says some usage had no price.
+	Unpriced bool
+}
+
+// Add prices usage of model with t and adds it.
+func (c *Tally) Add(t *Table, model string, u llm.Usage) {
+	usd, ok := t.Cost(model, u)
+	c.USD += usd
+	if !ok && u != (llm.Usage{}) {
+		c.Unpriced = true
+	}
+}
+
+// Format prints a cost for people: "$0.0042", "$1.23", "$240".
+func Format(usd float64) string {
+	switch {
+	case usd == 0:
+		return "$0.00"
+	case usd < 0.01:
+		return fmt.Sprintf("$%.4f", usd)
+	case usd < 100:
+		return fmt.Sprintf("$%.2f", usd)
+	}
+	return fmt.Sprintf("$%.0f", usd)
 }

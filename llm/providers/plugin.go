@@ -9,6 +9,7 @@ import (
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/settings"
 )
 
@@ -24,8 +25,9 @@ var (
 	AliasesKey = settings.Key[map[string]string]{Name: "aliases", Merge: settings.MergeMaps[map[string]string]}
 )
 
-// Keys are the models capability's settings keys.
-var Keys = settings.Schema{ModelKey, ProvidersKey, AliasesKey}
+// Keys are the models capability's settings keys ("pricing" is
+// [pricing.Key]).
+var Keys = settings.Schema{ModelKey, ProvidersKey, AliasesKey, pricing.Key}
 
 func validateProviders(ps map[string]ProviderConfig) error {
 	for name, p := range ps {
@@ -40,7 +42,7 @@ func validateProviders(ps map[string]ProviderConfig) error {
 // aliases merged over the layers, the files' model as DefaultModel and the
 // command line's as Model.
 func FromSettings(c *settings.Config) Config {
-	cfg := Config{Providers: ProvidersKey.Get(c), Aliases: AliasesKey.Get(c)}
+	cfg := Config{Providers: ProvidersKey.Get(c), Aliases: AliasesKey.Get(c), Prices: pricing.Key.Get(c)}
 	for _, v := range ModelKey.Layers(c) {
 		switch {
 		case v.Value == "":
@@ -70,8 +72,9 @@ var ErrUnknownModel = errors.New("unknown model")
 // Plugin is the models capability: an adapter for every configured
 // provider (API keys from the site's environment, over its HTTP client),
 // the aliases, the offline demo model, and the default model resolved and
-// provided as a [Selection]. A named model nothing serves is a
-// configuration error.
+// provided as a [Selection], and the price table (built-in list prices
+// under the "pricing" settings) as a [*pricing.Table]. A named model
+// nothing serves is a configuration error.
 func Plugin(cfg Config) core.Plugin {
 	return func(ctx context.Context, h *core.Host, scope *kernel.Scope) error {
 		dispose, err := Install(h.LLM, cfg, h.Site.Env, h.Site.HTTPClient)
@@ -99,6 +102,9 @@ func Plugin(cfg Config) core.Plugin {
 				return core.ConfigError(fmt.Errorf("%w %q; available: %s (configure providers in settings, or set an API key such as DEEPSEEK_API_KEY)", ErrUnknownModel, model, strings.Join(names, ", ")))
 			}
 			sel = Selection{Model: id, Demo: id == demo.ModelID}
+		}
+		if err := core.Provide(h, scope, pricing.NewTable(cfg.Prices)); err != nil {
+			return err
 		}
 		return core.Provide(h, scope, sel)
 	}

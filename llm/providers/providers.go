@@ -23,6 +23,7 @@ import (
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/anthropic"
 	"github.com/dshq/dsh/llm/openai"
+	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/llm/sse"
 )
 
@@ -45,6 +46,8 @@ type Config struct {
 	// Model is the model chosen on the command line (--model): it wins
 	// over $DSH_MODEL and DefaultModel.
 	Model string `json:"-"`
+	// Prices override the built-in list prices (the "pricing" key).
+	Prices map[string]pricing.Setting `json:"-"`
 }
 
 // ProviderConfig configures one provider.

@@ -33,6 +33,7 @@ var commands = []command{
 	{"permissions", "[mode <m> | allow|ask|deny|remove <rule>]", "show the mode and rules, switch the mode, or add/remove a session rule"},
 	{"thinking", "", "show or hide the model's reasoning in full"},
 	{"usage", "", "token usage of this session"},
+	{"cost", "", "what this session cost so far, by model"},
 	{"exit", "", "quit (also /quit, ctrl-d on an empty line)"},
 }
 
@@ -69,10 +70,12 @@ func (u *ui) command(line string) {
 			msg += "\n" + u.tr.thinking(u.tr.LastReasoning)
 		}
 		u.tr.Note(msg)
-	case "usage", "cost":
+	case "cost":
+		u.tr.Note(u.costReport())
+	case "usage":
 		t := u.tr.Total
-		u.tr.Note(fmt.Sprintf("this session: %d turns · in %s · out %s · cache read %s · cache write %s",
-			u.tr.Turns, fmtTokens(t.InputTokens), fmtTokens(t.OutputTokens), fmtTokens(t.CacheReadTokens), fmtTokens(t.CacheWriteTokens)))
+		u.tr.Note(fmt.Sprintf("this session: %d %s · in %s · out %s · cache read %s · cache write %s",
+			u.tr.Turns, plural(u.tr.Turns, "turn", "turns"), fmtTokens(t.InputTokens), fmtTokens(t.OutputTokens), fmtTokens(t.CacheReadTokens), fmtTokens(t.CacheWriteTokens)))
 	case "exit", "quit", "q":
 		u.quit = true
 	default:

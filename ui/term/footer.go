@@ -17,8 +17,9 @@ import (
 //     state (a question open, a turn running, the transcript view), since
 //     it decides what runs without asking;
 //   - then the state's own text: the keys of an open question or of a
-//     running turn, or, when idle, the session pieces (model, context used,
-//     tokens, directory);
+//     running turn (with the context used and the cost), or, when idle,
+//     the session pieces (model, context used, cost — or tokens for a
+//     model without a price —, sandbox, directory);
 //   - a hint (a short-lived message) replaces the state's text, not the
 //     mode.
 //
@@ -54,9 +55,13 @@ func (u *ui) statePieces() []string {
 	case len(u.approvals) > 0:
 		return []string{u.st.Dim("answer with the key in [ ] (once the choices show) · esc denies · ctrl-c denies and interrupts")}
 	case u.busy():
-		return []string{u.st.Dim("esc or ctrl-c to interrupt · enter to steer"), u.contextPiece()}
+		return []string{u.st.Dim("esc or ctrl-c to interrupt · enter to steer"), u.contextPiece(), u.costPiece()}
 	}
-	return []string{u.modelLabel(), u.contextPiece(), u.tokensPiece(), u.st.Dim(shortPath(u.cwd(), u.o.Env)), u.st.Dim("/help")}
+	spent := u.costPiece()
+	if spent == "" {
+		spent = u.tokensPiece() // a model without a price: its tokens
+	}
+	return []string{u.modelLabel(), u.contextPiece(), spent, u.sandboxPiece(), u.st.Dim(shortPath(u.cwd(), u.o.Env)), u.st.Dim("/help")}
 }
 
 // modePiece names the permission mode; shift-tab cycles it.

@@ -70,7 +70,9 @@ type Transcript struct {
 	turnUsage llm.Usage
 	usageSeen bool
 
-	// Totals and the latest figures, for the status line.
+	// Totals and the latest figures, for the status line; ledger prices
+	// the usage by model.
+	ledger        *ledger
 	Total         llm.Usage
 	LastTurnUsage llm.Usage
 	// contextUsed is the size of the conversation as the model last saw
@@ -95,7 +97,7 @@ func NewTranscript(st Styles, md *markdown, tools ToolLookup, width func() int) 
 	if width == nil {
 		width = func() int { return 80 }
 	}
-	return &Transcript{st: st, md: md, tools: tools, width: width, preparing: map[int]*prepCall{},
+	return &Transcript{st: st, md: md, tools: tools, width: width, preparing: map[int]*prepCall{}, ledger: newLedger(nil),
 		nested: map[session.ID]*nestedRun{}, childDone: map[session.ID]bool{}}
 }
 
@@ -351,6 +353,7 @@ func (t *Transcript) message(m session.AssistantMessage, streamed streamedPart) 
 		t.contextUsed = u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens + u.OutputTokens
 		t.turnUsage.Add(*m.Usage)
 		t.Total.Add(*m.Usage)
+		t.ledger.add(cmpOr(m.Model, t.Model), *m.Usage)
 		t.usageSeen = true
 	}
 	for _, b := range m.Content {

@@ -33,6 +33,7 @@ import (
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/tool"
@@ -142,6 +143,9 @@ type ui struct {
 	// [approvalGrace]).
 	answerAt time.Time
 	grace    time.Duration
+
+	// sandbox is the sandbox's status once probed (nil before).
+	sandbox *sandbox.Status
 
 	resumeList []store.Info
 	// picking: the session list of dsh -r is shown and a bare number
@@ -299,6 +303,7 @@ func Run(ctx context.Context, o Options) error {
 		u.shutdown()
 		return nil
 	}
+	u.probeSandbox()
 	u.loop(ctx)
 	u.shutdown()
 	return nil
@@ -478,6 +483,8 @@ func (u *ui) handle(m any) {
 		u.compacted(m)
 	case customReady:
 		u.customDone(m)
+	case sandboxMsg:
+		u.sandbox = &m.status
 	case resizeMsg:
 	}
 }
@@ -755,7 +762,9 @@ func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner
 
 func (u *ui) newTranscript() *Transcript {
 	tools := func(name string) (tool.Tool, bool) { return u.app.Host.Tools.Get(name) }
-	return NewTranscript(u.st, u.md, tools, u.width)
+	t := NewTranscript(u.st, u.md, tools, u.width)
+	t.ledger = newLedger(u.app.Prices)
+	return t
 }
 
 // replayTurns is how many stored turns a resumed session shows.
@@ -779,7 +788,10 @@ func (u *ui) replay(events []session.Event, id session.ID) {
 				hidden++
 			}
 		}
-		u.tr.Note(u.st.Dim(fmt.Sprintf("… %d earlier turns not shown (see: dsh sessions show %s)", hidden, id)))
+		u.tr.Note(u.st.Dim(fmt.Sprintf("… %d %s not shown (see: dsh sessions show %s)", hidden, plural(hidden, "earlier turn", "earlier turns"), id)))
+		// Their usage still counts in the session's totals and cost.
+		u.tr.Total.Add(u.tr.ledger.account(events[:start], u.modelName()))
+		u.tr.Turns += hidden
 	}
 	for _, e := range events[start:] {
 		if e.Type == session.TypeAssistantChunk {
