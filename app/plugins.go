@@ -128,7 +128,7 @@ func Plugins() []core.Spec {
 			Needs:    []string{"doctor"},
 			Settings: settings.Schema{mcp.Key, mcp.StrictKey},
 			New: func(c *settings.Config) core.Plugin {
-				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c)})
+				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c), Withhold: providers.SecretEnvNames(providers.FromSettings(c))})
 			},
 		},
 		{

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission/trust"
 	"github.com/dshq/dsh/settings"
@@ -112,6 +113,7 @@ func runMCPList(ctx context.Context, stdio IO, o mcpListOptions) error {
 			v := stdio.Env(k)
 			return v, v != ""
 		},
+		Withhold:    providers.SecretEnvNames(providers.FromSettings(cfg)),
 		MaxRestarts: -1, // report a failure at once
 		NoConnect:   o.noConnect,
 		// The default, so the deferred marks show what the model would get.

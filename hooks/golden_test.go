@@ -128,6 +128,13 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 			Message string `json:"message"`
 		}) (tool.Result, error) {
 			return tool.TextResult("Echo: " + a.Message), nil
+		}),
+		// Plan mode's tool, as the permission capability registers it
+		// (its decisions are not this test's business, only its payload).
+		tool.Func(tool.Info{Name: "exit_plan_mode", Description: "present the plan"}, func(_ context.Context, _ tool.Call, a struct {
+			Plan string `json:"plan"`
+		}) (tool.Result, error) {
+			return tool.TextResult("The user approved the plan."), nil
 		}))
 	if err := h.Tools.RegisterAll(h.Scope, ts...); err != nil {
 		t.Fatal(err)
@@ -154,6 +161,7 @@ func goldenRun(t *testing.T) (payloads map[string]map[string]json.RawMessage, di
 		scripted.Call("t_search", "web_search", map[string]any{"query": "dsh hooks"}, ""),
 		scripted.Call("t_todo", "todo_write", map[string]any{"todos": []any{map[string]any{"content": "ship it", "status": "in_progress", "activeForm": "Shipping it"}}}, ""),
 		scripted.Call("t_mcp", "mcp__srv__echo", map[string]any{"message": "hi"}, ""),
+		scripted.Call("t_plan", "exit_plan_mode", map[string]any{"plan": "1. Read the code\n2. Fix the bug"}, ""),
 		scripted.Call("t_task", "task", map[string]any{"description": "look around", "prompt": "Say hi."}, ""),
 		scripted.Text("child says hi"),
 		scripted.Call("t_fork", "fork", map[string]any{"description": "try it", "prompt": "Say hi again."}, ""),

@@ -80,6 +80,11 @@ type Options struct {
 	// entries, e.g. the process environment plus settings' env); nil uses
 	// the process environment. A server's own "env" is added to it.
 	Environ []string
+	// Withhold names variables (exactly as spelled) removed from Environ
+	// before a stdio server starts: dsh's own provider API keys, which a
+	// third-party server has no business reading. A server whose config
+	// "env" sets one of them explicitly still gets that value.
+	Withhold []string
 	// Logger receives connection and restart logs; nil discards.
 	Logger *slog.Logger
 	// Warn receives what the user must see (a server that failed to start,

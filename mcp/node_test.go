@@ -40,7 +40,7 @@ func startReady(t *testing.T, r *rig, cfgs ...mcp.ServerConfig) {
 func TestEverythingServer(t *testing.T) {
 	cfg := everything(t, "everything")
 	cfg.Env = map[string]string{"DSH_CFG_VAR": "${DSH_UNSET_VAR:-fallback}"}
-	r := newRig(t, mcp.Options{Environ: append(os.Environ(), "DSH_BASE_VAR=base")},
+	r := newRig(t, mcp.Options{Environ: append(os.Environ(), "DSH_BASE_VAR=base", "DSH_PROVIDER_KEY=sk-withheld"), Withhold: []string{"DSH_PROVIDER_KEY"}},
 		scripted.Calls("",
 			scripted.ToolCall{ID: "c1", Name: "mcp__everything__echo", Args: map[string]string{"message": "hi there"}},
 			scripted.ToolCall{ID: "c2", Name: "mcp__everything__get-sum", Args: map[string]int{"a": 19, "b": 23}},
@@ -94,6 +94,9 @@ func TestEverythingServer(t *testing.T) {
 	}
 	if got := llm.TextOf(res["c6"].Content); !strings.Contains(got, "[resource: demo://resource/dynamic/text/3]") {
 		t.Errorf("embedded resource = %q", got)
+	}
+	if got := llm.TextOf(res["c7"].Content); strings.Contains(got, "sk-withheld") {
+		t.Errorf("a withheld provider key reached the server: %s", got)
 	}
 	if got := llm.TextOf(res["c7"].Content); !strings.Contains(got, `"DSH_BASE_VAR": "base"`) || !strings.Contains(got, `"DSH_CFG_VAR": "fallback"`) {
 		t.Errorf("server environment lacks the base or config variables: %.300s", got)

@@ -19,6 +19,10 @@ type PluginConfig struct {
 	// Env is the settings "env", added to every stdio server's
 	// environment.
 	Env map[string]string
+	// Withhold names the variables kept from stdio servers (see
+	// [Options.Withhold]); the application passes the providers' API key
+	// variables.
+	Withhold []string
 }
 
 // Plugin is the MCP client capability: one [Manager] for the configured
@@ -41,10 +45,11 @@ func Plugin(cfg PluginConfig) core.Plugin {
 		log := h.Logger.With("component", "mcp")
 		m, err := New(Options{
 			Tools: h.Tools, Prompt: h.Prompt, Home: h.Site.Home, Cwd: h.Site.Cwd, Trusted: h.Site.TrustedDir,
-			Env:     func(k string) (string, bool) { v := h.Site.Env(k); return v, v != "" },
-			Environ: environ,
-			Logger:  log,
-			Warn:    h.Site.Warn,
+			Env:      func(k string) (string, bool) { v := h.Site.Env(k); return v, v != "" },
+			Environ:  environ,
+			Withhold: cfg.Withhold,
+			Logger:   log,
+			Warn:     h.Site.Warn,
 		})
 		if err != nil {
 			return fmt.Errorf("mcp: %w", err)

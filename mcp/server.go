@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -361,7 +362,7 @@ func (s *server) connect() (*conn, error) {
 		if cmd.Env == nil {
 			cmd.Env = os.Environ()
 		}
-		cmd.Env = append([]string(nil), cmd.Env...)
+		cmd.Env = withhold(cmd.Env, s.m.o.Withhold)
 		keys := make([]string, 0, len(cfg.Env))
 		for k := range cfg.Env {
 			keys = append(keys, k)
@@ -970,4 +971,16 @@ func (t *tail) suffix() string {
 		s = "…" + s[len(s)-600:]
 	}
 	return "; stderr: " + s
+}
+
+// withhold copies environ without the variables named in names.
+func withhold(environ, names []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); slices.Contains(names, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
