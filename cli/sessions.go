@@ -17,12 +17,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/internal/redact"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/backends"
+	"github.com/dshq/dsh/ui/browser"
 )
 
 // openStore opens the session store alone: listing and reading sessions
@@ -203,11 +205,15 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 	}
 	copyCmd.Flags().StringVar(&from, "from", "", "the store to copy from: jsonl, sqlite or postgres (default: jsonl, or sqlite when copying to jsonl)")
 	copyCmd.Flags().StringVar(&to, "to", "", "the store to copy to (default: the one your settings choose)")
-	cmd.AddCommand(&cobra.Command{
+	var asHTML, noToolOutput bool
+	showCmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "print a readable transcript of a session (ID may be a unique prefix)",
+		Short: "print a readable transcript of a session (ID may be a unique prefix), or with --html a self-contained web page of it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if noToolOutput && !asHTML {
+				return &ExitError{Code: app.ExitUsage, Err: errors.New("--no-tool-output applies to --html")}
+			}
 			c, done, err := openStore(stdio, settingsFile)
 			if err != nil {
 				return err
@@ -216,6 +222,9 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			id, err := resolveSession(cmd.Context(), c, args[0])
 			if err != nil {
 				return err
+			}
+			if asHTML {
+				return writeHTMLTrace(cmd.Context(), stdio, c, id, noToolOutput)
 			}
 			h, events, err := c.Read(cmd.Context(), id)
 			if err != nil {
@@ -234,7 +243,10 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			}
 			return out.Flush()
 		},
-	}, copyCmd, newTailCmd(stdio, &settingsFile), newExportCmd(stdio, &settingsFile))
+	}
+	showCmd.Flags().BoolVar(&asHTML, "html", false, "write the session (and its subagents) as one self-contained HTML page: nothing fetched, secrets scrubbed")
+	showCmd.Flags().BoolVar(&noToolOutput, "no-tool-output", false, "with --html: leave out what tools returned (calls, arguments and diffs stay)")
+	cmd.AddCommand(showCmd, copyCmd, newTailCmd(stdio, &settingsFile), newExportCmd(stdio, &settingsFile))
 	return cmd
 }
 
@@ -411,4 +423,25 @@ func showChildren(ctx context.Context, stdio IO, c *store.Coordinator, id sessio
 		}
 	}
 	return nil
+}
+
+// writeHTMLTrace writes the static trace of a session to stdout. Secrets
+// are scrubbed twice over: the values of this process's secret-looking
+// environment variables (the providers' keys among them) wherever they
+// appear, and strings shaped like credentials.
+func writeHTMLTrace(ctx context.Context, stdio IO, c *store.Coordinator, id session.ID, noToolOutput bool) error {
+	root, kids, err := browser.ReadTrace(ctx, c, id)
+	if err != nil {
+		return &ExitError{Code: app.ExitError, Err: errors.New(plainError(err))}
+	}
+	o := browser.TraceOptions{
+		OmitToolOutput: noToolOutput,
+		Scrubber:       redact.New(redact.EnvValues(os.Environ())...),
+		Version:        Version,
+	}
+	out := bufio.NewWriterSize(stdio.Out, 256<<10)
+	if err := browser.WriteTrace(out, root, kids, o); err != nil {
+		return err
+	}
+	return out.Flush()
 }

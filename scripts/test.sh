@@ -23,6 +23,13 @@
 #                           the tests run as root
 #
 # internal/pgtest reads these for Go tests.
+#
+# Browser tests (ui/browser) drive Debian's chromium headless:
+#
+#   DSH_TEST_BROWSER=required
+#                           a browser test that finds no chromium fails
+#                           instead of skipping
+#   DSH_CHROMIUM            the browser binary (default: chromium on PATH)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +50,8 @@ command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 # bash with jq, Python, Node.
 command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The web UI and the static trace are tested in a real browser.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ -z "$(pg_bindir)" ]; then
   need+=(postgresql)
   # Only the binaries are wanted: no system cluster on port 5432.
@@ -115,5 +124,6 @@ start_pg() {
   export DSH_TEST_POSTGRES=required DSH_TEST_PG_BIN DSH_TEST_PG_USER
 }
 start_pg
+export DSH_TEST_BROWSER=required
 
 go test -race -timeout 15m ./...

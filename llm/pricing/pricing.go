@@ -223,3 +223,22 @@ func Format(usd float64) string {
 	}
 	return fmt.Sprintf("$%.0f", usd)
 }
+
+// Entry is one row of the built-in price table: models whose id starts
+// with Prefix (after the provider and in lower case, as [Lookup] reads
+// them) cost Price.
+type Entry struct {
+	Prefix string
+	Price  Price
+}
+
+// Builtin returns a copy of the built-in list prices, for front-ends that
+// price usage themselves (the static trace prices each turn in the
+// browser) and must agree with [Lookup].
+func Builtin() []Entry {
+	out := make([]Entry, len(table))
+	for i, e := range table {
+		out[i] = Entry{Prefix: e.prefix, Price: e.price}
+	}
+	return out
+}

@@ -103,3 +103,21 @@ func TestKeyValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Builtin is the table Lookup reads: every row's prefix looks up its price.
+func TestBuiltinAgreesWithLookup(t *testing.T) {
+	rows := Builtin()
+	if len(rows) == 0 {
+		t.Fatal("empty table")
+	}
+	for _, r := range rows {
+		p, ok := Lookup("provider/" + r.Prefix)
+		if !ok || p != r.Price {
+			t.Errorf("Lookup(%q) = %v, %v; the table says %v", r.Prefix, p, ok, r.Price)
+		}
+	}
+	rows[0].Prefix = "changed"
+	if Builtin()[0].Prefix == "changed" {
+		t.Error("Builtin returned the table itself, not a copy")
+	}
+}
