@@ -359,6 +359,9 @@ func (r *sess) configOptionsLocked() []sdk.SessionConfigOption {
 		Id: "model", Name: "Model", Category: &cat, Type: "select",
 		CurrentValue: sdk.SessionConfigValueId(cur), Options: sdk.SessionConfigSelectOptions{Ungrouped: &vals},
 	}})
+	if o := r.sandboxOption(); o != nil {
+		out = append(out, *o)
+	}
 	return out
 }
 
@@ -376,6 +379,8 @@ func (s *Server) setConfigOption(_ context.Context, p sdk.SetSessionConfigOption
 		err = r.setMode(string(v.Value))
 	case "model":
 		err = r.setModel(string(v.Value))
+	case "sandbox":
+		err = r.setSandbox(string(v.Value))
 	default:
 		err = invalidParams("unknown config option %q", v.ConfigId)
 	}

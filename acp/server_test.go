@@ -513,8 +513,14 @@ func TestModesModelsAndConfigOptions(t *testing.T) {
 	if !slices.Equal(modes, []string{"default", "acceptEdits", "plan", "bypassPermissions"}) || r.Modes.CurrentModeId != "default" {
 		t.Fatalf("modes %+v", r.Modes)
 	}
-	if r.Models == nil || r.Models.CurrentModelId != acptest.Model || len(r.ConfigOptions) != 2 {
+	if r.Models == nil || r.Models.CurrentModelId != acptest.Model || len(r.ConfigOptions) != 3 {
 		t.Fatalf("models %+v config %+v", r.Models, r.ConfigOptions)
+	}
+	// The sandbox option: this test binary runs no sandbox helper, so it
+	// says the mode is not enforced (the e2e test sees it enforced).
+	if sb := r.ConfigOptions[2].Select; sb == nil || sb.Id != "sandbox" || sb.CurrentValue != "workspace-write" ||
+		sb.Meta["enforcing"] != false || sb.Description == nil || !strings.Contains(*sb.Description, "NOT enforced") {
+		t.Fatalf("sandbox option %+v", r.ConfigOptions[2].Select)
 	}
 	if _, err := h.conn.SetSessionMode(h.ctx(), sdk.SetSessionModeRequest{SessionId: id, ModeId: "acceptEdits"}); err != nil {
 		t.Fatal(err)

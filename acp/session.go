@@ -434,7 +434,7 @@ func (s *Server) newSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	}
 	// Commands go out once the client knows the session.
 	s.out.afterResponse([]byte(`"sessionId":"`+id+`"`), func() { r.announce() })
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: r.modeState(), Models: r.modelState(), ConfigOptions: r.configOptions()}, nil
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id), Modes: r.modeState(), Models: r.modelState(), ConfigOptions: r.configOptions(), Meta: r.sandboxMeta()}, nil
 }
 
 // abandon disposes an agent that attach refused: its record was closed
@@ -578,7 +578,7 @@ func (s *Server) loadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	return sdk.LoadSessionResponse{Modes: r.modeState(), Models: r.modelState(), ConfigOptions: r.configOptions()}, nil
+	return sdk.LoadSessionResponse{Modes: r.modeState(), Models: r.modelState(), ConfigOptions: r.configOptions(), Meta: r.sandboxMeta()}, nil
 }
 
 func (s *Server) resumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
@@ -586,7 +586,7 @@ func (s *Server) resumeSession(ctx context.Context, p sdk.ResumeSessionRequest) 
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
-	return sdk.ResumeSessionResponse{Modes: r.modeState(), Models: r.modelState(), ConfigOptions: r.configOptions()}, nil
+	return sdk.ResumeSessionResponse{Modes: r.modeState(), Models: r.modelState(), ConfigOptions: r.configOptions(), Meta: r.sandboxMeta()}, nil
 }
 
 func (s *Server) closeSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {

@@ -122,7 +122,8 @@ func TestInteractiveDemoInTmux(t *testing.T) {
 	bin := buildDsh(t)
 	dir, home := t.TempDir(), t.TempDir()
 	tt := startTmux(t, bin, dir, home, "--model", "demo")
-	tt.waitFor("DEMO", "offline demo model", "›")
+	// The footer names the sandbox's mode, enforced on this machine.
+	tt.waitFor("DEMO", "offline demo model", "›", "sandbox: workspace-write")
 	tt.text("show me around")
 	tt.keys("Enter")
 	// Streamed text and the first tool card.

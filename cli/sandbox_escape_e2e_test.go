@@ -339,6 +339,9 @@ print("attached to dsh")'`, escaped: shows("attached to dsh")},
 					t.Errorf("%s: did not succeed in %s, so the refusal proves nothing; the model read:\n%s", c.name, mode, res)
 				}
 			}
+			if want := fmt.Sprintf("sandbox: blocked blocked.test:%d: not in sandbox.network.allow", b.port); confined && !strings.Contains(r.stderr, want) {
+				t.Errorf("the user was not told of the refused request (%q); stderr:\n%s", want, r.stderr)
+			}
 			if confined {
 				for i, req := range r.requests {
 					if raw, _ := json.Marshal(req); bytes.Contains(raw, []byte(escapeSecret)) {

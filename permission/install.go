@@ -166,7 +166,18 @@ func (c *Checker) recordDecision(ctx context.Context, call tool.Call, d Decision
 // plan is approved each time.
 func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
 	a := out.Approval
-	if a == nil || len(a.Rules) == 0 || canonical(out.Call.Name) == ExitPlanTool {
+	if a == nil || canonical(out.Call.Name) == ExitPlanTool {
+		return nil
+	}
+	return c.Accept(ctx, out.Call, *a)
+}
+
+// Accept records the rules an approval answer about call accepted, as
+// observed does for the answer to a call's own question: a tool that
+// asked while it ran ([tool.AskDuring]) hands its answer here, so "allow
+// for this session" holds for the session's later calls.
+func (c *Checker) Accept(ctx context.Context, call tool.Call, a tool.Approval) error {
+	if len(a.Rules) == 0 {
 		return nil
 	}
 	b := Deny
@@ -174,13 +185,13 @@ func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
 		b = Allow
 	}
 	var target *session.Session
-	if h, ok := out.Call.Host.(interface{ Session() *session.Session }); ok {
+	if h, ok := call.Host.(interface{ Session() *session.Session }); ok {
 		target = h.Session()
 		if live := c.live.Load(); live != nil {
 			target = live.Root(target)
 		}
 	}
-	id := sessionOf(out.Call)
+	id := sessionOf(call)
 	if target != nil {
 		id = string(target.ID())
 	}
@@ -191,7 +202,7 @@ func (c *Checker) observed(ctx context.Context, out tool.Outcome) error {
 		if target != nil {
 			errs = append(errs, c.record(ctx, target, ev))
 		} else {
-			errs = append(errs, appendFor(ctx, out.Call, EventRule, ev))
+			errs = append(errs, appendFor(ctx, call, EventRule, ev))
 		}
 	}
 	return errors.Join(errs...)

@@ -64,6 +64,10 @@ type NetworkPolicy struct {
 	Allow []string `json:"allow,omitempty"`
 	// AllowWhy says where each allowed domain came from, by index.
 	AllowWhy []string `json:"allowWhy,omitempty"`
+	// Ask, when set, is asked about a host the allow-list refuses while
+	// the command runs: true lets the connection through (the user said
+	// yes). It stays with dsh; the helper never sees it.
+	Ask func(host string, port int) bool `json:"-"`
 }
 
 // Paths returns the paths of entries.

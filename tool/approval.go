@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"slices"
 
 	"github.com/dshq/dsh/fs"
 )
@@ -73,3 +74,35 @@ type ReadFilter func(ctx context.Context, call Call) func(path string) bool
 // hard link to a denied file, cannot redirect the tool (see
 // permission.Checker.ConfirmFile).
 type FileConfirm func(ctx context.Context, call Call, key string, id fs.FileID) error
+
+// askKey carries, on the context a tool runs with, the way to put a
+// question about the running call to its agent's approver.
+type askKey struct{}
+
+type asker func(ctx context.Context, reason string, suggestions []string) Approval
+
+// AskDuring puts a question about the running call to whoever approves
+// its agent's calls (the terminal user, an editor over ACP) and returns
+// the answer, recorded as one more approval exchange of the call (the
+// approval/request and approval/answer events). It is for what a call
+// turns out to need while it runs — a sandboxed command reaching a domain
+// nobody allowed — where the decision made before the run could not ask.
+// Without an approver (headless) the answer is a refusal that says so
+// (By "none"). ok is false when ctx is not the context of a call the
+// registry runs; the rules an answer accepts are the caller's to record.
+func AskDuring(ctx context.Context, reason string, suggestions []string) (a Approval, ok bool) {
+	f, _ := ctx.Value(askKey{}).(asker)
+	if f == nil {
+		return Approval{}, false
+	}
+	return f(ctx, reason, suggestions), true
+}
+
+// withAsk lets the tool running p ask its approver through AskDuring.
+func (r *Registry) withAsk(ctx context.Context, p *Pending, opts ExecOptions) context.Context {
+	return context.WithValue(ctx, askKey{}, asker(func(ctx context.Context, reason string, suggestions []string) Approval {
+		q := *p
+		q.Decision = Decision{Kind: Ask, Reason: reason, Suggestions: slices.Clone(suggestions), By: p.Decision.By}
+		return r.approve(ctx, &q, opts)
+	}))
+}

@@ -540,7 +540,7 @@ func (r *Registry) dispatch(ctx context.Context, p *Pending, opts ExecOptions, r
 		start := r.now()
 		run.ok = true
 		defer func() { run.duration += r.now().Sub(start) }()
-		return t.Run(r.withProgress(withVisible(ctx, opts.Visible), call), call)
+		return t.Run(r.withAsk(r.withProgress(withVisible(ctx, opts.Visible), call), p, opts), call)
 	})
 	if err != nil {
 		return errorResult(err)

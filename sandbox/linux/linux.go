@@ -56,11 +56,8 @@ type Options struct {
 	// Wrap is given none.
 	Grace time.Duration
 	// Proxy serves the network allow-lists; default a new proxy.
-	Proxy *proxy.Proxy
-	// Approve, when set, is asked about a host not on a command's
-	// allow-list (the user may allow it for the session).
-	Approve func(host string, port int) bool
-	Logger  *slog.Logger
+	Proxy  *proxy.Proxy
+	Logger *slog.Logger
 }
 
 // Sandbox is the Linux implementation of [sandbox.Sandbox].
@@ -442,9 +439,8 @@ func (s *Sandbox) listen(state string, p *sandbox.Policy, c layout) (*proxyScope
 		return nil, err
 	}
 	scope := &proxy.Scope{Allow: slices.Clone(p.Network.Allow), OnBlock: ps.record}
-	if s.o.Approve != nil {
-		approve := s.o.Approve
-		scope.Approve = func(_ context.Context, host string, port int) bool { return approve(host, port) }
+	if ask := p.Network.Ask; ask != nil {
+		scope.Approve = func(_ context.Context, host string, port int) bool { return ask(host, port) }
 	}
 	go func() { _ = s.proxy.Serve(ps.l, scope) }()
 	return ps, nil

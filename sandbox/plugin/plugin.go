@@ -10,8 +10,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/dshq/dsh/core"
@@ -20,6 +22,7 @@ import (
 	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/sandbox/linux"
 	"github.com/dshq/dsh/sandbox/none"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/bashtool"
@@ -74,8 +77,12 @@ type Service struct {
 	sb   sandbox.Sandbox
 	host *core.Host
 
-	mu    sync.Mutex
-	modes map[string]sandbox.Mode // per-session modes (ACP)
+	mu     sync.Mutex
+	modes  map[string]sandbox.Mode // per-session modes (ACP)
+	warned map[string]bool         // hosts the user was told were refused
+	// refused: hosts a session's user rejected for the whole session
+	// ("always reject"), by session and host.
+	refused map[[2]string]bool
 }
 
 // Plugin builds the platform's sandbox and provides the [Service], the
@@ -100,7 +107,7 @@ func Plugin(cfg Config) core.Plugin {
 				return err
 			}
 		}
-		s := &Service{cfg: cfg.Config, sb: sb, host: h, modes: map[string]sandbox.Mode{}}
+		s := &Service{cfg: cfg.Config, sb: sb, host: h, modes: map[string]sandbox.Mode{}, warned: map[string]bool{}, refused: map[[2]string]bool{}}
 		if err := core.Provide(h, scope, s); err != nil {
 			return err
 		}
@@ -128,18 +135,56 @@ func (s *Service) Status() sandbox.Status { return s.sb.Status() }
 func (s *Service) Config() sandbox.Config { return s.cfg }
 
 // Mode is the mode commands of sessionID run in: the session's own (set
-// over ACP), else the settings', else workspace-write.
+// over ACP) or, for a subagent, that of the nearest session it works for
+// that has one; else the settings', else workspace-write.
 func (s *Service) Mode(sessionID string) sandbox.Mode {
-	s.mu.Lock()
-	m, ok := s.modes[sessionID]
-	s.mu.Unlock()
-	if ok {
-		return m
+	ids := []string{sessionID}
+	if s.host.Sessions != nil {
+		if sess, ok := s.host.Sessions.Get(session.ID(sessionID)); ok {
+			ids = ids[:0]
+			for _, l := range s.host.Sessions.Lineage(sess) {
+				ids = append(ids, string(l.ID()))
+			}
+		}
 	}
+	s.mu.Lock()
+	for _, id := range ids {
+		if m, ok := s.modes[id]; ok {
+			s.mu.Unlock()
+			return m
+		}
+	}
+	s.mu.Unlock()
+	return s.DefaultMode()
+}
+
+// DefaultMode is the mode of sessions without one of their own: the
+// settings' (sandbox.mode, --sandbox), else workspace-write.
+func (s *Service) DefaultMode() sandbox.Mode {
 	if s.cfg.Mode != "" {
 		return sandbox.Mode(s.cfg.Mode)
 	}
 	return sandbox.ModeWorkspaceWrite
+}
+
+// Describe says in a few words what the sandbox does for sessionID: its
+// mode and whether the kernel enforces it here (the terminal's footer and
+// ACP's session info show it).
+func (s *Service) Describe(sessionID string) Summary {
+	st := s.Status()
+	m := s.Mode(sessionID)
+	return Summary{Mode: m, Enforcing: st.Enforcing && m.Confines(), Reason: st.Reason, Confines: m.Confines()}
+}
+
+// Summary is the sandbox at a glance.
+type Summary struct {
+	Mode sandbox.Mode `json:"mode"`
+	// Enforcing: the mode confines and the kernel enforces it.
+	Enforcing bool `json:"enforcing"`
+	// Confines: the mode confines at all (not danger-full-access).
+	Confines bool `json:"confines"`
+	// Reason is why the kernel does not enforce, when it does not.
+	Reason string `json:"reason,omitempty"`
 }
 
 // SetSessionMode pins a session's mode ("" returns it to the settings').
@@ -180,7 +225,7 @@ func (s *Service) Inputs(sessionID, cwd string, mode sandbox.Mode) sandbox.Input
 // user through the permission layer) runs it in danger-full-access, still
 // contained. Without a working helper it returns nil: the command runs as
 // it is, and the status says why.
-func (s *Service) Policy(_ context.Context, call tool.Call, dir string, unsandboxed bool) (*sandbox.Policy, error) {
+func (s *Service) Policy(ctx context.Context, call tool.Call, dir string, unsandboxed bool) (*sandbox.Policy, error) {
 	st := s.sb.Status()
 	if !st.Active(sandbox.LayerReaper) {
 		return nil, nil
@@ -189,7 +234,75 @@ func (s *Service) Policy(_ context.Context, call tool.Call, dir string, unsandbo
 	if unsandboxed {
 		mode = sandbox.ModeFullAccess
 	}
-	return sandbox.Compile(s.Inputs(sessionOf(call), dir, mode))
+	p, err := sandbox.Compile(s.Inputs(sessionOf(call), dir, mode))
+	if err != nil || !mode.Confines() {
+		return p, err
+	}
+	p.Network.Ask = s.networkAsk(ctx, call)
+	return p, nil
+}
+
+// networkAsk is what a command does about a host the allow-list refuses:
+// ask the user through the call's approver (the question names the host;
+// "allow for this session" records WebFetch(domain:HOST), which the next
+// commands' policies add to their allow-list; "always reject" keeps the
+// session from asking about it again), once per host and command.
+// Headless, nobody is asked: the request is refused and the user told on
+// stderr, once per host.
+func (s *Service) networkAsk(ctx context.Context, call tool.Call) func(host string, port int) bool {
+	var mu sync.Mutex
+	answered := map[string]bool{}
+	sid := sessionOf(call)
+	return func(host string, port int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if ok, seen := answered[host]; seen {
+			return ok
+		}
+		s.mu.Lock()
+		refused := s.refused[[2]string{sid, host}]
+		s.mu.Unlock()
+		if refused {
+			return false
+		}
+		target := net.JoinHostPort(host, strconv.Itoa(port))
+		rule := "WebFetch(domain:" + host + ")"
+		reason := fmt.Sprintf("the sandboxed command connects to %s, which is not in sandbox.network.allow", target)
+		a, asked := tool.AskDuring(ctx, reason, []string{rule})
+		allow := asked && a.Allow
+		switch {
+		case allow:
+			if c, ok := core.Lookup[*permission.Checker](s.host); ok {
+				if err := c.Accept(ctx, call, a); err != nil {
+					s.host.Logger.Warn("sandbox: recording the network approval", "host", host, "err", err)
+				}
+			}
+		case len(a.Rules) > 0:
+			s.mu.Lock()
+			s.refused[[2]string{sid, host}] = true
+			s.mu.Unlock()
+		case !asked || a.By == "none":
+			s.warnOnce(host, fmt.Sprintf("sandbox: blocked %s: not in sandbox.network.allow (nobody to ask here: add %q to sandbox.network.allow, or allow %s)", target, host, rule))
+		}
+		answered[host] = allow
+		return allow
+	}
+}
+
+// warnOnce tells the user about a refused host once per process.
+func (s *Service) warnOnce(host, msg string) {
+	s.mu.Lock()
+	seen := s.warned[host]
+	s.warned[host] = true
+	s.mu.Unlock()
+	if seen {
+		return
+	}
+	if s.host.Site.Warn != nil {
+		s.host.Site.Warn(msg)
+		return
+	}
+	s.host.Logger.Warn(msg)
 }
 
 // Confines is the permission layer's question: will this bash call run

@@ -153,7 +153,9 @@ func (p *Proxy) decide(ctx context.Context, scope *Scope, host string, port int)
 	target := net.JoinHostPort(host, strconv.Itoa(port))
 	explicit, ok := Match(scope.Allow, host)
 	if !ok && scope.Approve != nil && scope.Approve(ctx, host, port) {
-		ok = true
+		// The user allowed this very host: when it is an address, that
+		// names it literally.
+		ok, explicit = true, literal(host)
 	}
 	if !ok {
 		return nil, p.refuse(scope, fmt.Sprintf("blocked %s: not in sandbox.network.allow", target))
