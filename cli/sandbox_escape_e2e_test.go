@@ -600,3 +600,36 @@ func (reg *tinyRegistry) lockfile(name, base string) string {
 	b, _ := json.MarshalIndent(lock, "", "  ")
 	return string(b) + "\n"
 }
+
+// With sandbox.hooks set, command hooks run in the session's sandbox, as
+// its bash calls do: a PreToolUse hook's write in the workspace lands, its
+// write outside and its read of ~/.ssh are refused by the kernel; without
+// the setting the same hook does all three.
+func TestSandboxedHooksThroughTheBinary(t *testing.T) {
+	hook := `echo in > hook-in.txt; echo out > "$OUTSIDE/hook-out.txt"; cat "$HOME/.ssh/id_rsa" > hook-key.txt`
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sandbox.hooks=%v", sandboxed), func(t *testing.T) {
+			t.Parallel()
+			b := newSandboxBox(t)
+			b.settings(t, map[string]any{
+				"sandbox": map[string]any{"hooks": sandboxed},
+				"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "", "hooks": []any{
+					map[string]any{"type": "command", "command": hook}}}}},
+			})
+			r := b.runWith(t, runOptions{mode: "workspace-write", commands: []string{"echo ran"}, forceAllow: true})
+			r.complete(t, 1)
+			if got, _ := os.ReadFile(filepath.Join(b.ws, "hook-in.txt")); string(got) != "in\n" {
+				t.Fatalf("the hook's write in the workspace: %q; stderr:\n%s", got, r.stderr)
+			}
+			_, err := os.Stat(filepath.Join(b.outside, "hook-out.txt"))
+			key, _ := os.ReadFile(filepath.Join(b.ws, "hook-key.txt"))
+			leaked := strings.Contains(string(key), escapeSecret)
+			if sandboxed && (err == nil || leaked) {
+				t.Fatalf("the sandboxed hook wrote outside the workspace (%v) or read ~/.ssh (%v)", err == nil, leaked)
+			}
+			if !sandboxed && (err != nil || !leaked) {
+				t.Fatalf("the unsandboxed hook could not write outside (%v) or read ~/.ssh (read %q), so the refusal proves nothing", err, key)
+			}
+		})
+	}
+}

@@ -238,6 +238,14 @@ type call struct {
 	ctx     context.Context
 }
 
+// sessionID is the session the call's hooks run for.
+func (c call) sessionID() string {
+	if c.a != nil {
+		return string(c.a.Session().ID())
+	}
+	return string(c.sid)
+}
+
 func (b *Bridge) cwdOf(c call) string {
 	if c.a != nil {
 		return c.a.Session().Cwd()
@@ -291,7 +299,7 @@ func (b *Bridge) dispatch(c call) (Merged, []Output, bool) {
 		}
 	}
 	ctx, cancel := b.runContext(c)
-	outs := b.o.Runner.Run(ctx, hooks, payload, c.event, runCwd, b.model(c), env)
+	outs := b.o.Runner.Run(withSession(ctx, c.sessionID()), hooks, payload, c.event, runCwd, b.model(c), env)
 	cancel()
 	var notices []string
 	for i, o := range outs {
@@ -415,7 +423,7 @@ func (b *Bridge) runAsync(c call, hooks []Hook, payload []byte, cwd string, env 
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		outs := b.o.Runner.Run(b.bg, hooks, payload, c.event, cwd, model, env)
+		outs := b.o.Runner.Run(withSession(b.bg, c.sessionID()), hooks, payload, c.event, cwd, model, env)
 		var notes []string
 		for i, o := range outs {
 			b.report(c.event, hooks[i], o, true)

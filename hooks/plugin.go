@@ -14,6 +14,7 @@ import (
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/permission"
+	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/subagent"
@@ -112,6 +113,10 @@ func Plugin(cfg PluginConfig) core.Plugin {
 			return err
 		}
 		comp, _ := core.Lookup[*compact.Compactor](h)
+		runner := Runner{Exec: exec, Prompt: ModelPrompter(h.LLM)}
+		if o, ok := core.Lookup[*sandbox.Others](h); ok && o.Hook != nil {
+			runner.Sandbox = o.Hook // sandbox.hooks: command hooks run sandboxed
+		}
 		subs, _ := core.Lookup[*subagent.Service](h)
 		mode := func(id session.ID) string {
 			if c, ok := core.Lookup[*permission.Checker](h); ok {
@@ -149,7 +154,7 @@ func Plugin(cfg PluginConfig) core.Plugin {
 				return &c
 			}
 			b := New(Options{
-				Dialect: dialect, Config: load, Runner: Runner{Exec: exec, Prompt: ModelPrompter(h.LLM)},
+				Dialect: dialect, Config: load, Runner: runner,
 				Trusted: h.Site.TrustedDir, Logger: h.Logger, Model: models.Model, Mode: mode, Env: cfg.Env,
 				TranscriptPath: transcripts.Path, Warn: h.Site.Warn, Stopping: h.Site.Stopping, Aborting: h.Site.Aborting,
 			}, h.Agents)

@@ -99,7 +99,7 @@ func (b *Bridge) Simulate(ctx context.Context, p Probe, dryRun bool) []Trial {
 		if !dryRun {
 			sync := h
 			sync.Async = false
-			t.Output = b.o.Runner.Run(ctx, []Hook{sync}, payload, c.event, runCwd, b.o.Model, env)[0]
+			t.Output = b.o.Runner.Run(withSession(ctx, c.sessionID()), []Hook{sync}, payload, c.event, runCwd, b.o.Model, env)[0]
 			t.Decision = decisionLabel(t.Output)
 		}
 		out = append(out, t)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dshq/dsh/bash"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/sandbox"
 )
 
 // Output is one hook's decoded answer.
@@ -261,6 +262,21 @@ type Runner struct {
 	// Prompt evaluates prompt hooks. Nil: prompt hooks cannot decide and
 	// fail open (see runPrompt).
 	Prompt PromptFunc
+	// Sandbox, when set (sandbox.hooks), is the policy command hooks of a
+	// session run under in a directory (see [sandbox.Others]); nil
+	// policies run them as they are.
+	Sandbox func(sessionID, cwd string) (*sandbox.Policy, error)
+}
+
+// sessionKey carries, on the context hooks run with, the session they run
+// for (its sandbox mode is theirs).
+type sessionKey struct{}
+
+func withSession(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, sessionKey{}, id)
 }
 
 // Run executes hooks concurrently (both dialects run matched hooks
@@ -293,7 +309,16 @@ func (r Runner) Run(ctx context.Context, hooks []Hook, payload []byte, event, cw
 // when it exits is killed too, so nothing a hook forks holds dsh up.
 func (r Runner) runCommand(ctx context.Context, h Hook, payload []byte, event, cwd string, env map[string]string) Output {
 	timeout := h.timeout(event)
-	res, err := r.Exec.Run(ctx, bash.ExecRequest{Command: h.Command, Workdir: cwd, Timeout: timeout, Stdin: payload, Env: env})
+	req := bash.ExecRequest{Command: h.Command, Workdir: cwd, Timeout: timeout, Stdin: payload, Env: env}
+	if r.Sandbox != nil {
+		id, _ := ctx.Value(sessionKey{}).(string)
+		p, err := r.Sandbox(id, cwd)
+		if err != nil {
+			return Decode(nil, "", fmt.Sprintf("hooks: the sandbox policy (sandbox.hooks): %v", err), event)
+		}
+		req.Sandbox = p
+	}
+	res, err := r.Exec.Run(ctx, req)
 	if err != nil {
 		return Decode(nil, "", err.Error(), event)
 	}

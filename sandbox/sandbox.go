@@ -208,3 +208,21 @@ type Sandbox interface {
 
 // ErrSetup wraps every failure to set a sandbox up.
 var ErrSetup = errors.New("sandbox: setup failed")
+
+// Others compiles the policies of the commands dsh runs besides the
+// agent's bash calls — hook commands, stdio MCP servers — when the settings
+// put them in the sandbox too (sandbox.hooks, sandbox.mcp). The sandbox
+// plugin provides it; a capability that starts such commands looks it up
+// and, finding a non-nil function, runs its commands under the policy.
+type Others struct {
+	// Hook is the policy of a hook command of sessionID ("" when no
+	// session is known) run in cwd: the session's mode, compiled as for
+	// its bash calls. Nil when sandbox.hooks is off. A nil policy means
+	// the helper does not run here (dsh sandbox status says why).
+	Hook func(sessionID, cwd string) (*Policy, error)
+	// MCP is the policy of a stdio MCP server started in cwd, in the
+	// settings' mode. Nil when sandbox.mcp is off.
+	MCP func(cwd string) (*Policy, error)
+	// Sandbox is what runs them.
+	Sandbox Sandbox
+}

@@ -114,6 +114,16 @@ func Plugin(cfg Config) core.Plugin {
 		if err := core.Provide(h, scope, &bashtool.Sandbox{Sandbox: sb, Policy: s.Policy}); err != nil {
 			return err
 		}
+		others := &sandbox.Others{Sandbox: sb}
+		if cfg.Hooks {
+			others.Hook = s.otherPolicy
+		}
+		if cfg.MCP {
+			others.MCP = func(cwd string) (*sandbox.Policy, error) { return s.otherPolicy("", cwd) }
+		}
+		if err := core.Provide(h, scope, others); err != nil {
+			return err
+		}
 		return core.Provide(h, scope, permission.Sandboxed(s.Confines))
 	}
 }
@@ -240,6 +250,18 @@ func (s *Service) Policy(ctx context.Context, call tool.Call, dir string, unsand
 	}
 	p.Network.Ask = s.networkAsk(ctx, call)
 	return p, nil
+}
+
+// otherPolicy is the policy of a command dsh runs for sessionID in cwd
+// that is not a bash call (a hook, a stdio MCP server): the session's mode
+// compiled as for its bash calls, with no question about the network (no
+// call to put it to: a host not on the allow-list is refused). Nil without
+// a working helper.
+func (s *Service) otherPolicy(sessionID, cwd string) (*sandbox.Policy, error) {
+	if !s.sb.Status().Active(sandbox.LayerReaper) {
+		return nil, nil
+	}
+	return sandbox.Compile(s.Inputs(sessionID, cwd, s.Mode(sessionID)))
 }
 
 // networkAsk is what a command does about a host the allow-list refuses:
