@@ -25,6 +25,7 @@ import (
 	"github.com/dshq/dsh/skills"
 	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/store/postgres"
+	"github.com/dshq/dsh/telemetry"
 	"github.com/dshq/dsh/tools"
 	"github.com/dshq/dsh/tools/task"
 	"github.com/dshq/dsh/tools/webtool"
@@ -82,6 +83,10 @@ func Plugins() []core.Spec {
 			Name: "models", Doc: "model adapters from the providers settings and API keys, aliases, the offline demo, the default model",
 			Settings: providers.Keys,
 			New:      func(c *settings.Config) core.Plugin { return providers.Plugin(providers.FromSettings(c)) },
+		},
+		{
+			Name: "telemetry", Doc: "OpenTelemetry spans (turn, step, model call, tool call; GenAI conventions) and metrics, while a front door exports them", Optional: true,
+			New: func(*settings.Config) core.Plugin { return telemetry.Plugin() },
 		},
 		{
 			Name: "prompt", Doc: "the base system prompt: identity and environment",

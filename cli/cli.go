@@ -28,6 +28,7 @@ import (
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
+	"github.com/dshq/dsh/telemetry"
 )
 
 // Version is set at build time with -ldflags "-X github.com/dshq/dsh/cli.Version=…".
@@ -105,6 +106,24 @@ func Main(args []string, stdio IO) int {
 		fmt.Fprintln(stdio.Err, "dsh: "+msg)
 	}
 	return code
+}
+
+// startTelemetry starts the OpenTelemetry export the environment asks for
+// (OTEL_EXPORTER_OTLP_*; nothing otherwise) and returns what flushes it,
+// bounded so an unreachable collector cannot hold up the exit.
+func startTelemetry(ctx context.Context, stdio IO, o telemetry.Options) (stop func()) {
+	rt, err := telemetry.Start(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stdio.Err, "dsh: warning: telemetry is off:", err)
+		return func() {}
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(sctx); err != nil {
+			fmt.Fprintln(stdio.Err, "dsh: warning:", err)
+		}
+	}
 }
 
 // unprefixed is err with a package prefix dropped from its message.
@@ -300,6 +319,9 @@ func runRoot(ctx context.Context, stdio IO, f flags, args []string) error {
 	}
 	if f.resume == pickSession && (!stdio.Interactive || f.print) {
 		return listForResume(ctx, stdio, f)
+	}
+	if f.print {
+		defer startTelemetry(ctx, stdio, telemetry.Options{Version: Version, Env: stdio.Env})()
 	}
 	a, done, err := setup(ctx, stdio, f)
 	if err != nil {

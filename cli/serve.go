@@ -27,6 +27,7 @@ import (
 	"github.com/dshq/dsh/serve/tokens"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store/backends"
+	"github.com/dshq/dsh/telemetry"
 )
 
 func init() { extraCommands = append(extraCommands, newServeCmd) }
@@ -201,8 +202,23 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 		}
 		return a, err
 	}
+	// Metrics are always kept for /metrics; spans and metrics are exported
+	// when OTEL_EXPORTER_OTLP_* name a collector. Started before the first
+	// app is composed, so every workspace's agents are instrumented.
+	rt, err := telemetry.Start(ctx, telemetry.Options{Version: Version, Instance: worker, Env: stdio.Env, Prometheus: true})
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(sctx); err != nil {
+			log.Warn(err.Error())
+		}
+	}()
 	srv, err := serve.New(serve.Options{
-		Roots: roots, Tokens: tokens.Open(tokens.Path(h)), App: build, Catalog: catalog, Logger: log,
+		Metrics: rt.Metrics(),
+		Roots:   roots, Tokens: tokens.Open(tokens.Path(h)), App: build, Catalog: catalog, Logger: log,
 		Worker: worker, Version: Version, MaxRequestBytes: maxBody, Rate: rate.Limit(f.rate), Burst: f.burst,
 		CORSOrigins: f.cors, IdleEvict: f.idleEvict, MemoryBudget: budget,
 		ApprovalTimeout: f.approvalWait, ApprovalPolicy: f.approvalPolicy,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -387,7 +388,7 @@ func TestServeAPI(t *testing.T) {
 		t.Fatalf("unknown session: %v", err)
 	}
 
-	// Runs need the queue (PostgreSQL); metrics are off by default.
+	// Runs need the queue (PostgreSQL).
 	if _, err := c.Runs(ctx, 10); client.StatusOf(err) != http.StatusServiceUnavailable {
 		t.Fatalf("runs: %v", err)
 	}
@@ -400,7 +401,22 @@ func TestServeAPI(t *testing.T) {
 	if _, err := c.CancelRun(ctx, 1); client.StatusOf(err) != http.StatusServiceUnavailable {
 		t.Fatalf("cancel run: %v", err)
 	}
-	_ = c.Do(ctx, "GET", "/metrics", nil, nil)
+	// /metrics: the turns above, their tokens and the server's gauges, in
+	// the Prometheus text format.
+	mreq, _ := http.NewRequestWithContext(ctx, "GET", p.URL+"/metrics", nil)
+	mreq.Header.Set("Authorization", "Bearer "+admin)
+	mresp, err := ct.client().Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{`dsh_turns_total{dsh_end_reason="completed"}`, "# TYPE gen_ai_client_token_usage histogram",
+		`dsh_tool_calls_total{gen_ai_tool_name="write",outcome="ok"}`, `dsh_serve_sessions{state="idle"}`, "dsh_serve_heap_bytes "} {
+		if mresp.StatusCode != http.StatusOK || !bytes.Contains(metricsText, []byte(want)) {
+			t.Errorf("/metrics (%d) lacks %s:\n%s", mresp.StatusCode, want, metricsText)
+		}
+	}
 
 	// Delete (JSONL cannot delete: 501, the session is unloaded).
 	if err := c.DeleteSession(ctx, fork.ID); err != nil && client.StatusOf(err) != http.StatusNotImplemented {

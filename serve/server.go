@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -115,6 +116,9 @@ type Server struct {
 	wsMu       sync.Mutex
 	workspaces map[string]*wsEntry
 
+	openStreams atomic.Int64
+	unobserve   func()
+
 	mu       sync.Mutex
 	sessions map[string]*entry
 	closed   bool
@@ -179,6 +183,10 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("serve: root %s is not a directory", r)
 		}
 		s.roots = append(s.roots, real)
+	}
+	var err error
+	if s.unobserve, err = s.gauges(); err != nil {
+		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}
 	s.wg.Go(s.janitor)
 	return s, nil
@@ -470,6 +478,7 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	close(s.stop)
+	s.unobserve()
 	entries := make([]*entry, 0, len(s.sessions))
 	for _, e := range s.sessions {
 		entries = append(entries, e)

@@ -130,6 +130,8 @@ func startSeq(r *http.Request) (int64, error) {
 // dropped (it resumes where it was).
 func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
+	s.openStreams.Add(1)
+	defer s.openStreams.Add(-1)
 	e, err := s.find(ctx, c.tok, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, err)
@@ -201,6 +203,8 @@ func (s *Server) heartbeat(ctx context.Context, ping func() error) {
 // one text message per event (the event's JSON), from ?from (or after
 // Last-Event-ID).
 func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, c *call) {
+	s.openStreams.Add(1)
+	defer s.openStreams.Add(-1)
 	e, err := s.find(r.Context(), c.tok, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, err)
