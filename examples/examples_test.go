@@ -169,7 +169,7 @@ func TestFrontendDenied(t *testing.T) {
 	out := run(t, build(t, "frontend"), "n\n")
 	expect(t, out,
 		`approval: denied by user`,
-		`└ Error: the user denied the delete_file call`,
+		`└ The user denied this tool call.`,
 		`Understood, I left draft.txt alone.`,
 		`turn ended: completed`,
 	)

@@ -149,7 +149,7 @@ func TestReviewCancelLeavesUnansweredCall(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 	eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "step/start", "chunk×10", "assistant/message",
-		"tool/call", "tool/result", "tool/result", "step/end", "turn/end"})
+		"tool/call", "tool/result", "tool/result", "step/end", "context/message", "turn/end"})
 	checkLogPairing(t, a.Session())
 	tr := notRun(t, a.Session(), "c2")
 	if got := llm.TextOf(tr.Content); got != "not run: the turn was cancelled (user interrupt)" {
@@ -199,7 +199,7 @@ func TestReviewCancelDuringParallelPrepare(t *testing.T) {
 		t.Fatalf("%d tools ran after the cancel", ran.Load())
 	}
 	eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "step/start", "chunk×14", "assistant/message",
-		"tool/call", "tool/call", "tool/result", "tool/result", "tool/result", "step/end", "turn/end"})
+		"tool/call", "tool/call", "tool/result", "tool/result", "tool/result", "step/end", "context/message", "turn/end"})
 	checkLogPairing(t, a.Session())
 	for _, id := range []llm.CallID{"p1", "p2", "p3"} {
 		notRun(t, a.Session(), id)

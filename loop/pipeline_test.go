@@ -255,7 +255,7 @@ func TestApprovals(t *testing.T) {
 	a := hs.agent(agent.Options{Approver: approver})
 	run(t, a, "go")
 	rs := toolResults(t, a.Session())
-	if len(asked) != 2 || rs[0].IsError || !rs[1].IsError || llm.TextOf(rs[1].Content) != "Error: not now, use a different word" {
+	if len(asked) != 2 || rs[0].IsError || !rs[1].IsError || llm.TextOf(rs[1].Content) != "The user denied this tool call: not now, use a different word" {
 		t.Fatalf("asked %v results %+v", asked, rs)
 	}
 	req := ofType(a.Session(), session.TypeApprovalRequest)

@@ -9,6 +9,7 @@ import (
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
+	"github.com/dshq/dsh/loop"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 )
@@ -150,9 +151,18 @@ func TestCancelMidStream(t *testing.T) {
 	<-started
 	a.Cancel("user interrupt")
 	idle(t, a)
-	eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "step/start", "chunk×2", "step/end", "turn/end"})
+	// The partial answer is kept, marked interrupted, and the turn ends
+	// with the marker.
+	eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "step/start", "chunk×2", "assistant/message", "step/end", "context/message", "turn/end"})
 	if r := lastEnd(t, a.Session()); r.Kind != session.EndAborted || r.Reason != "user interrupt" {
 		t.Fatalf("reason %+v", r)
+	}
+	for _, e := range a.Session().Events() {
+		if e.Type == session.TypeAssistantMessage {
+			if m, _ := session.Decode[session.AssistantMessage](e); !m.Interrupted || llm.TextOf(m.Content) != "partial" {
+				t.Fatalf("the interrupted answer: %+v", m)
+			}
+		}
 	}
 	send(t, a, "again")
 	<-started
@@ -161,6 +171,14 @@ func TestCancelMidStream(t *testing.T) {
 	if r := lastEnd(t, a.Session()); r.Reason != "cancelled" {
 		t.Fatalf("default reason %+v", r)
 	}
+	// The second request showed the model what it had said, then the
+	// marker, then the new prompt: no two prompts in a row without them.
+	reqs := hs.model.Requests()
+	var got []string
+	for _, m := range reqs[1].Messages {
+		got = append(got, string(m.Role)+":"+llm.TextOf(m.Content))
+	}
+	eq(t, got, []string{"user:go", "assistant:partial", `user:<context source="user">` + loop.InterruptedMarker + "</context>", "user:again"})
 }
 
 // §16 D39: cancel windows.
@@ -184,7 +202,7 @@ func TestCancelWindows(t *testing.T) {
 			return nil
 		})
 		run(t, a, "go")
-		eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "turn/end"})
+		eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "context/message", "turn/end"})
 		if r := lastEnd(t, a.Session()); r.Reason != "from turn-start" {
 			t.Fatalf("%+v", r)
 		}
@@ -199,7 +217,7 @@ func TestCancelWindows(t *testing.T) {
 			return nil
 		})
 		run(t, a, "go")
-		eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "step/start", "step/end", "turn/end"})
+		eq(t, types(a.Session().Events()), []string{"turn/start", "user/message", "step/start", "step/end", "context/message", "turn/end"})
 		if hs.model.Calls() != 0 {
 			t.Fatal("no model call after a step/start cancel")
 		}

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/llm"
@@ -38,6 +39,11 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 	}
 	out, err := a.stream(ctx, t, req)
 	if err != nil {
+		if ctx.Err() != nil && !a.isDisposed() {
+			// Interrupted mid-answer: what the user saw stays in the
+			// history (the turn's end adds the marker).
+			a.recordPartial(t, req.Model, out)
+		}
 		return stepOutcome{}, err
 	}
 	calls, err := a.recordMessage(ctx, t, info, req.Model, &out)
@@ -92,7 +98,7 @@ func (a *loopAgent) stream(ctx context.Context, t *turnState, req *llm.Request) 
 	if stream != nil {
 		for c, serr := range stream {
 			if ctx.Err() != nil {
-				return streamed{}, context.Cause(ctx)
+				return streamed{msg: partialText(&as), seqs: seqs}, context.Cause(ctx)
 			}
 			if serr != nil {
 				return streamed{}, serr
@@ -112,7 +118,7 @@ func (a *loopAgent) stream(ctx context.Context, t *turnState, req *llm.Request) 
 		}
 	}
 	if ctx.Err() != nil {
-		return streamed{}, context.Cause(ctx)
+		return streamed{msg: partialText(&as), seqs: seqs}, context.Cause(ctx)
 	}
 	fin := as.Finish()
 	switch fin.Kind {
@@ -173,6 +179,39 @@ func (a *loopAgent) recordMessage(ctx context.Context, t *turnState, info agent.
 		t.owe(calls)
 	}
 	return calls, err
+}
+
+// partialText is the text a stream produced before it was cut off: its
+// text blocks only (a reasoning block without its signature, or a tool
+// call whose arguments may be cut short, cannot be sent back).
+func partialText(as *llm.Assembler) llm.Message {
+	bs, _ := as.Blocks()
+	var out []llm.Block
+	for _, b := range bs {
+		if b.Type == llm.BlockText && strings.TrimSpace(b.Text) != "" {
+			out = append(out, b)
+		}
+	}
+	return llm.Message{Role: llm.RoleAssistant, Content: out}
+}
+
+// recordPartial appends the text of an interrupted model call as its
+// assistant/message, so the next request shows what the model had said
+// (Claude Code and Codex keep it too). It has no tool calls: nothing is
+// owed a result.
+func (a *loopAgent) recordPartial(t *turnState, model string, out streamed) {
+	if len(out.msg.Content) == 0 {
+		return
+	}
+	var src []int64
+	if len(out.seqs) > 0 {
+		src = out.seqs
+	}
+	if _, err := a.log.AppendSurface(t.bg, session.TypeAssistantMessage, session.AssistantMessage{
+		Turn: t.turn, Step: t.step, Content: out.msg.Content, Model: model, Interrupted: true,
+	}, session.AppendOp, src); err != nil {
+		a.l.d.Logger.Warn("recording an interrupted answer failed", "agent", a.id, "turn", t.turn, "err", err)
+	}
 }
 
 func withoutToolCalls(m llm.Message) llm.Message {

@@ -334,10 +334,29 @@ func (t *turnState) end() {
 		t.flush()
 	}
 	r := t.stop.endReason()
+	if r.Kind == session.EndAborted && t.opened {
+		t.markInterrupted()
+	}
 	if _, err := t.a.log.Append(t.bg, session.TypeTurnEnd, session.TurnEnd{Turn: t.turn, Reason: r}); err != nil {
 		t.a.l.d.Logger.Warn("turn/end listener failed", "agent", t.a.id, "turn", t.turn, "err", err)
 	}
 	t.finalFlush()
+}
+
+// InterruptedMarker is the context an interrupted turn ends with, so the
+// next request tells the model that the user stopped it (what it had said,
+// and which calls did not run, precede it).
+const InterruptedMarker = "[interrupted by the user]"
+
+// markInterrupted records [InterruptedMarker] as the turn's last context.
+func (t *turnState) markInterrupted() {
+	if t.settle(t.notRun) != nil {
+		return // a call is still unanswered: nothing may follow it
+	}
+	content := []llm.Block{llm.Text(InterruptedMarker)}
+	if _, err := t.a.log.AppendSurface(t.bg, session.TypeContextMessage, session.Prompt{Content: content, Source: llm.UserSource}, session.AppendOp, nil); err != nil {
+		t.a.l.d.Logger.Warn("recording the interrupt marker failed", "agent", t.a.id, "turn", t.turn, "err", err)
+	}
 }
 
 // stopped notes a disposal or a cancel that arrived between steps and

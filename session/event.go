@@ -261,6 +261,9 @@ type AssistantMessage struct {
 	Content []llm.Block `json:"content"`
 	Usage   *llm.Usage  `json:"usage,omitempty"`
 	Model   string      `json:"model,omitempty"`
+	// Interrupted marks the text of a model call that was interrupted
+	// before it finished: what it had said when it was cut off.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // ToolCall payload: the audit record of a call, appended before it runs.

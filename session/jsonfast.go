@@ -68,6 +68,9 @@ func (m AssistantMessage) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"model":`...)
 		dst = llm.AppendJSONString(dst, m.Model)
 	}
+	if m.Interrupted {
+		dst = append(dst, `,"interrupted":true`...)
+	}
 	return append(dst, '}')
 }
 

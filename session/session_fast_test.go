@@ -17,6 +17,7 @@ func FuzzFastPayloads(f *testing.F) {
 			StepBoundary{Turn: n, Step: n + 1},
 			AssistantMessage{Turn: n, Step: 1, Content: []llm.Block{llm.Text(s), llm.Reasoning(s), llm.ToolCall(llm.CallID(id), s, args)}, Usage: &llm.Usage{InputTokens: n, CacheReadTokens: n % 5}, Model: model},
 			AssistantMessage{Turn: n, Step: 1},
+			AssistantMessage{Turn: n, Step: 1, Content: []llm.Block{llm.Text(s)}, Model: model, Interrupted: flag},
 			ToolCall{Turn: n, Step: 2, CallID: llm.CallID(id), Name: s, Arguments: args, OriginalArguments: &orig, RewrittenBy: model},
 			ToolCall{Turn: n, Step: 2, CallID: llm.CallID(id), Name: s, Arguments: args},
 			ToolResult{Turn: n, Step: 2, CallID: llm.CallID(id), Content: []llm.Block{llm.Text(s)}, IsError: flag, Error: &ErrorInfo{Name: s, Code: id}},

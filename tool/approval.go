@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/dshq/dsh/fs"
 )
@@ -43,6 +44,33 @@ func (a Approval) Scope() string {
 		return "session"
 	}
 	return "once"
+}
+
+// Answerers that are not a person: no approver was attached, or the
+// approver failed.
+const (
+	ByNone  = "none"
+	ByError = "error"
+)
+
+// Denied reports whether a person answered a with a denial (the terminal
+// user, an editor's user, an embedder's callback), as opposed to a denial
+// because nobody could be asked or the asking failed.
+func Denied(a Approval) bool { return !a.Allow && a.By != ByNone && a.By != ByError }
+
+// DenialText is what the model reads for a call that was not approved. A
+// person's denial is said as such, with their reason ("The user denied
+// this tool call: not now"), so the model neither takes it for a failure
+// of the tool nor retries it as one; a call nobody could approve reads as
+// the error it is.
+func DenialText(a Approval) string {
+	if !Denied(a) {
+		return "Error: " + a.Reason
+	}
+	if strings.TrimSpace(a.Reason) == "" {
+		return "The user denied this tool call."
+	}
+	return "The user denied this tool call: " + a.Reason
 }
 
 // Approver is the approval seam. With none attached, ask decisions fail

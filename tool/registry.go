@@ -431,7 +431,7 @@ func (r *Registry) Finish(ctx context.Context, p *Pending, opts ExecOptions) Out
 		a := r.approve(ctx, p, opts)
 		out.Approval = &a
 		if !a.Allow {
-			res = ErrorResult("Error: " + a.Reason)
+			res = ErrorResult(DenialText(a))
 			break
 		}
 		res, info = r.dispatch(ctx, p, opts, &run)
@@ -457,7 +457,7 @@ func (r *Registry) approve(ctx context.Context, p *Pending, opts ExecOptions) Ap
 		reason = fmt.Sprintf("tool %q requires approval", p.Call.Name)
 	}
 	if opts.Approver == nil {
-		a := Approval{Allow: false, By: "none", Reason: reason + ", but no approver is attached to this agent (headless or non-interactive); allow the tool in the permission settings or run interactively"}
+		a := Approval{Allow: false, By: ByNone, Reason: reason + ", but no approver is attached to this agent (headless or non-interactive); allow the tool in the permission settings or run interactively"}
 		if opts.OnAnswer != nil {
 			opts.OnAnswer(ctx, p, a)
 		}
@@ -472,10 +472,10 @@ func (r *Registry) approve(ctx context.Context, p *Pending, opts ExecOptions) Ap
 	}
 	a, err := safeApprove(ctx, opts.Approver, ApprovalRequest{Call: p.Call, Info: info, Reason: reason, Suggestions: slices.Clone(p.Decision.Suggestions)})
 	if err != nil {
-		a = Approval{Allow: false, By: "error", Reason: fmt.Sprintf("approval for %q failed: %v", p.Call.Name, err)}
+		a = Approval{Allow: false, By: ByError, Reason: fmt.Sprintf("approval for %q failed: %v", p.Call.Name, err)}
 	}
-	if !a.Allow && a.Reason == "" {
-		a.Reason = fmt.Sprintf("the user denied the %s call", p.Call.Name)
+	if !a.Allow && a.Reason == "" && !Denied(a) {
+		a.Reason = fmt.Sprintf("approval for %q was refused", p.Call.Name)
 	}
 	if opts.OnAnswer != nil {
 		opts.OnAnswer(ctx, p, a)

@@ -215,7 +215,9 @@ func TestReplayHangThroughLoop(t *testing.T) {
 	a.Cancel("session/cancel")
 	waitIdle(t, a)
 	events := a.Session().Events()
-	if got := strings.Join(types(events), ","); got != "turn/start,user/message,step/start,assistant/chunk,assistant/chunk,step/end,turn/end" {
+	// The partial answer is kept and the turn ends with the interrupt
+	// marker (loop.InterruptedMarker).
+	if got := strings.Join(types(events), ","); got != "turn/start,user/message,step/start,assistant/chunk,assistant/chunk,assistant/message,step/end,context/message,turn/end" {
 		t.Fatalf("events %s", got)
 	}
 	if got := lastReason(t, a.Session()); got != (session.EndReason{Kind: session.EndAborted, Reason: "session/cancel"}) {

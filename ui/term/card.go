@@ -50,6 +50,9 @@ type Card struct {
 	Tail *OutputTail
 	// Expanded cards show their whole body instead of its head or tail.
 	Expanded bool
+	// Denied marks a call a person refused to approve; Reason is theirs.
+	Denied bool
+	Reason string
 	// Note is a line under the header (an approval outcome).
 	Note string
 	// NoResult marks a call whose turn ended before it reported.
@@ -114,6 +117,9 @@ func RenderCard(c *Card, width int, now int64, frame string, st Styles) []string
 		icon = st.Err("●")
 		status = st.Err("failed") + st.Dim(" · "+fmtDur(c.End-c.ran())) + waited
 	}
+	if c.Denied && (c.State == CardDone || c.State == CardFailed) {
+		icon, status = st.Warn("●"), st.Warn("Denied")
+	}
 	title := cardTitle(c, st)
 	room := width - 2 - ansi.StringWidth(status) - 3
 	if room < 10 {
@@ -133,6 +139,11 @@ func RenderCard(c *Card, width int, now int64, frame string, st Styles) []string
 		body = append(body, st.Dim(fmt.Sprintf("↳ subagent made %d %s", c.NestedCalls, calls)))
 	}
 	switch {
+	case c.Denied:
+		// What the user said is the whole story: the tool never ran.
+		if c.Reason != "" {
+			body = append(body, st.Dim("reason: ")+c.Reason)
+		}
 	case (c.State == CardDone || c.State == CardFailed) && !c.NoResult:
 		body = append(body, cardBody(c, st, c.Expanded)...)
 	case c.State == CardRunning && !c.Tail.Empty():

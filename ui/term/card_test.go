@@ -275,3 +275,11 @@ func TestCardExpandShowsEverything(t *testing.T) {
 		t.Fatalf("an expanded card cuts nothing:\n%s", full)
 	}
 }
+
+func TestCardDeniedByTheUser(t *testing.T) {
+	c := &Card{Name: "write", Start: 0, End: 10, State: CardFailed, IsError: true, Note: "denied by you", Denied: true, Reason: "not now",
+		Text: "The user denied this tool call: not now", Call: &tool.View{Title: "Write a.txt"}}
+	if got := joinRows(RenderCard(c, 80, 0, "", plain)); got != "● Write a.txt · Denied\n  ⎿ denied by you\n    reason: not now" {
+		t.Fatalf("denied card: %q", got)
+	}
+}

@@ -213,9 +213,11 @@ func (t *Transcript) Apply(e session.Event) {
 			c.State, c.Ran = CardRunning, e.Time
 			switch {
 			case !a.Allow && a.By == "user":
-				c.Note = "denied by you"
+				c.Note, c.Denied, c.Reason = "denied by you", true, sanitize(a.Reason)
+			case !a.Allow && tool.Denied(tool.Approval{By: a.By}):
+				c.Note, c.Denied, c.Reason = "denied by "+sanitize(a.By), true, sanitize(a.Reason)
 			case !a.Allow:
-				c.Note = "denied"
+				c.Note = "not approved"
 			case a.Scope == "session":
 				c.Note = "allowed for this session"
 			}
@@ -374,6 +376,9 @@ func (t *Transcript) message(m session.AssistantMessage, streamed streamedPart) 
 				t.block(t.md.Render(text, t.width()))
 			}
 		}
+	}
+	if m.Interrupted {
+		t.out.WriteString(t.st.Dim("  (interrupted: the model sees what it had written so far)") + "\n")
 	}
 }
 

@@ -247,7 +247,7 @@ func TestRunApprovalDenyWithReasonThenAllow(t *testing.T) {
 	h.send("n")
 	h.wait("Why not?")
 	h.send("not now\r")
-	h.wait("denied by you", "Error: not now", "✻ ")
+	h.wait("Denied", "denied by you", "reason: not now", "✻ ")
 	if _, err := os.Stat(filepath.Join(h.cwd, "dsh-demo-note.txt")); err == nil {
 		t.Fatal("a denied write happened")
 	}
@@ -297,7 +297,7 @@ func TestRunModelSwitchSteerCancelAndDoubleCtrlC(t *testing.T) {
 	h.send("and more\r")
 	h.wait("queued: and more")
 	h.send("\x03")
-	h.wait("Thinking hard about slow/m", "(incomplete)", "⏹ Interrupted · interrupted by user")
+	h.wait("Thinking hard about slow/m", "(interrupted: the model sees what it had written so far)", "⏹ Interrupted · interrupted by user")
 	// The queued steering never joined the turn: it is back in the editor,
 	// and ctrl-c clears it.
 	h.wait("› and more", "it is back in the editor")
