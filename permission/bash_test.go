@@ -270,8 +270,39 @@ func TestBashSuggestionsRoundTrip(t *testing.T) {
 		if got := withRules.Decide(context.Background(), bashCall(line+"; ./run"), e.root); got.Behavior != Allow {
 			t.Errorf("%s: suggestions %q do not allow it: %+v", line, d.Suggest, got)
 		}
-		if got := withRules.Decide(context.Background(), bashCall(line+" extra; ./run"), e.root); got.Behavior == Allow && !strings.HasPrefix(line, "echo") && !strings.HasPrefix(line, "printf") {
+		prefix := strings.HasSuffix(d.Suggest[0], ":*)")
+		if got := withRules.Decide(context.Background(), bashCall(line+" extra; ./run"), e.root); got.Behavior == Allow && !prefix && !strings.HasPrefix(line, "echo") && !strings.HasPrefix(line, "printf") {
 			t.Errorf("%s: suggestions %q allow more than the command", line, d.Suggest)
+		}
+	}
+}
+
+// The rule offered for a command is a prefix where the command's kind is
+// plain from its first words: the next such command runs without asking,
+// another still asks.
+func TestBashSuggestsPrefixRules(t *testing.T) {
+	e := newEnv(t)
+	c := mustNew(t, Config{Home: e.home, Cwd: e.root})
+	for _, tt := range []struct{ line, want, same, other string }{
+		{"git log --oneline -1", "Bash(git log:*)", "git log --oneline -2", "git push origin main"},
+		{"go test ./... -run X", "Bash(go test:*)", "go test ./pkg/", "go run ./cmd"},
+		{"npm run build --silent", "Bash(npm run build:*)", "npm run build", "npm run deploy"},
+		{"rm -rf build", "Bash(rm -rf build)", "", "rm -rf src"},
+		{"make", "Bash(make)", "", "make install"},
+	} {
+		d := c.Decide(context.Background(), bashCall(tt.line+"; ./run"), e.root)
+		if d.Behavior != Ask || len(d.Suggest) != 2 || d.Suggest[0] != tt.want {
+			t.Errorf("%s: suggestions %q, want %s first", tt.line, d.Suggest, tt.want)
+			continue
+		}
+		withRules := mustNew(t, Config{Home: e.home, Cwd: e.root, Rules: rules(Allow, "session", tt.want)})
+		if tt.same != "" {
+			if got := withRules.Decide(context.Background(), bashCall(tt.same), e.root); got.Behavior != Allow {
+				t.Errorf("%s under %s: %+v", tt.same, tt.want, got)
+			}
+		}
+		if got := withRules.Decide(context.Background(), bashCall(tt.other), e.root); got.Behavior == Allow {
+			t.Errorf("%s under %s must still ask: %+v", tt.other, tt.want, got)
 		}
 	}
 }

@@ -244,6 +244,11 @@ func (c *Checker) SetSessionMode(sessionID string, m Mode) error {
 	return nil
 }
 
+// BypassDisabled names the settings file that keeps bypassPermissions
+// from being chosen (disableBypassPermissionsMode), or is "" when it may
+// be: front-ends do not offer what would be refused.
+func (c *Checker) BypassDisabled() string { return c.noBypass }
+
 func (c *Checker) checkMode(m Mode) error {
 	if _, err := ParseMode(string(m)); err != nil || m == "" {
 		return fmt.Errorf("permission: unknown mode %q", m)

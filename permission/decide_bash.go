@@ -347,7 +347,7 @@ func (d *decider) bashCommand(cmd *analysis.Command, ld *lineDirs) verdict {
 			v = verdict{behavior: Allow, reason: fmt.Sprintf("mode bypassPermissions allows %q", cmd.Text)}
 		default:
 			v = verdict{behavior: Ask, reason: fmt.Sprintf("%q is not allowed by any permission rule (mode %s)", cmd.Text, d.mode)}
-			if s, ok := exactRule(*cmd.Effective); ok {
+			if s, ok := suggestRule(cmd); ok {
 				v.suggest = []string{s}
 			}
 			return v
@@ -552,6 +552,70 @@ func (d *decider) outsidePath(cmd *analysis.Command, ld *lineDirs) string {
 
 // exactRule is the Bash rule that allows exactly this command, when one
 // can be written (no word known only at run time).
+// suggestRule is the rule offered for "allow for this session" and
+// "always for this project": a prefix rule (Bash(git log:*)) where the
+// command's kind is plain from its first words, so the next git log with
+// other options runs without asking while git push still asks; the exact
+// command otherwise. A prefix is offered for programs with subcommands
+// (the subcommand is part of it; npm run's script too) and for commands
+// that change nothing; a command that changes files (rm build) gets its
+// exact words, since "rm:*" would allow every deletion. A prefix rule
+// still asks when the options or paths go beyond it (beyondRule).
+func suggestRule(cmd *analysis.Command) (string, bool) {
+	v := *cmd.Effective
+	exact, ok := exactRule(v)
+	if !ok {
+		return "", false
+	}
+	if n := prefixWords(v.Words, cmd.ReadOnly); n > 0 && n < len(v.Words) {
+		return "Bash(" + analysis.JoinWords(v.Words[:n]) + ":*)", true
+	}
+	return exact, true
+}
+
+// subcommandPrograms name their action with their first argument (git
+// log, go test); scriptRunners run a named script (npm run build).
+var (
+	subcommandPrograms = map[string]bool{
+		"git": true, "go": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "deno": true, "cargo": true,
+		"docker": true, "podman": true, "kubectl": true, "helm": true, "gh": true, "make": true, "pip": true, "pip3": true,
+		"uv": true, "poetry": true, "dotnet": true, "terraform": true, "systemctl": true, "apt": true, "brew": true,
+		"mvn": true, "gradle": true, "rustup": true, "nix": true, "just": true, "task": true,
+	}
+	scriptRunners = map[string]bool{"npm": true, "pnpm": true, "yarn": true, "bun": true}
+)
+
+// prefixWords is how many of a command's words its prefix rule names (0:
+// none fits).
+func prefixWords(ws []analysis.Word, readOnly bool) int {
+	bare := func(i int) bool {
+		if i >= len(ws) || ws[i].Dynamic {
+			return false
+		}
+		w := ws[i].Value
+		if w == "" || w[0] == '-' {
+			return false
+		}
+		for _, r := range w {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':') {
+				return false // a path, a file name, an expression: not a subcommand
+			}
+		}
+		return true
+	}
+	name := ws[0].Value
+	switch {
+	case subcommandPrograms[name] && bare(1):
+		if scriptRunners[name] && ws[1].Value == "run" && bare(2) {
+			return 3
+		}
+		return 2
+	case readOnly && !strings.Contains(name, "/"):
+		return 1
+	}
+	return 0
+}
+
 func exactRule(v analysis.View) (string, bool) {
 	if v.Open || len(v.Words) == 0 {
 		return "", false

@@ -221,7 +221,7 @@ func TestRememberedApprovalsBecomeSessionRules(t *testing.T) {
 		t.Errorf("%+v", ev)
 	}
 	got := r.c.Rules("s1")
-	if len(got) != 2 || got[1] != (Rule{"Bash(go vet ./...)", Allow, SourceSession}) {
+	if len(got) != 2 || got[1] != (Rule{"Bash(go vet:*)", Allow, SourceSession}) {
 		t.Errorf("Rules(s1) = %v", got)
 	}
 	if len(r.c.Rules("other")) != 0 {

@@ -322,6 +322,11 @@ func (u *ui) mode() string {
 	return string(u.app.Permission.Mode())
 }
 
+// shiftTabModes is what shift-tab cycles through. bypassPermissions is
+// not among them: after plan mode shift-tab asks to confirm it (unless
+// settings disable it), and any answer but y goes back to default.
+var shiftTabModes = []permission.Mode{permission.ModeDefault, permission.ModeAcceptEdits, permission.ModePlan}
+
 // cycleMode switches to the next permission mode (shift-tab).
 func (u *ui) cycleMode() {
 	p := u.app.Permission
@@ -330,15 +335,32 @@ func (u *ui) cycleMode() {
 		return
 	}
 	cur := p.Mode()
-	next := permission.Modes[0]
-	if i := slices.Index(permission.Modes, cur); i >= 0 {
-		next = permission.Modes[(i+1)%len(permission.Modes)]
+	next := permission.ModeDefault
+	if i := slices.Index(shiftTabModes, cur); i >= 0 && i+1 < len(shiftTabModes) {
+		next = shiftTabModes[i+1]
+	} else if cur == permission.ModePlan && p.BypassDisabled() == "" {
+		u.bypassAsk = true
+		return
 	}
-	if err := p.SetMode(next); err != nil {
+	u.setMode(next)
+}
+
+func (u *ui) setMode(m permission.Mode) {
+	if err := u.app.Permission.SetMode(m); err != nil {
 		u.setHint(err.Error(), 3*time.Second)
 		return
 	}
-	u.setHint("permission mode: "+string(next), 2*time.Second)
+	u.setHint("permission mode: "+string(m), 2*time.Second)
+}
+
+// bypassKey answers the bypassPermissions confirmation: only y confirms.
+func (u *ui) bypassKey(k Key) {
+	u.bypassAsk = false
+	if k.Kind == KeyRune && (k.Rune == 'y' || k.Rune == 'Y') {
+		u.setMode(permission.ModeBypass)
+		return
+	}
+	u.setMode(permission.ModeDefault)
 }
 
 func (u *ui) permissionsCmd(arg string) {

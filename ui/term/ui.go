@@ -33,6 +33,7 @@ import (
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
@@ -139,6 +140,8 @@ type ui struct {
 
 	approvals []*approval
 	reasonEd  *Editor
+	apScroll  int  // first row of the open question's command shown
+	bypassAsk bool // shift-tab is asking to confirm bypassPermissions
 	// answerAt is when the open question starts taking answer keys (see
 	// [approvalGrace]).
 	answerAt time.Time
@@ -554,6 +557,10 @@ func (u *ui) keys(ks []Key) {
 		if u.quit {
 			return
 		}
+		if u.bypassAsk && len(u.approvals) == 0 {
+			u.bypassKey(k)
+			continue
+		}
 		if len(u.approvals) > 0 {
 			if u.answerReady(time.Now()) || k.Kind == KeyEsc || k.Kind == KeyCtrlC {
 				u.approvalKey(k)
@@ -637,6 +644,22 @@ func (u *ui) approvalKey(k Key) {
 		// The answer carries the rules the question offered: they are what
 		// the user saw and accepted.
 		u.answer(a, tool.Approval{Allow: true, Rules: slices.Clone(a.req.Suggestions), By: "user"})
+	case k.Kind == KeyRune && (k.Rune == 'p' || k.Rune == 'P') && len(a.req.Suggestions) > 0 && u.app.Permission != nil:
+		// Always for this project: the same rules, kept in the project's
+		// local settings (and in force at once, process-wide).
+		if file, err := u.saveProjectRules(a.req.Suggestions); err != nil {
+			u.tr.Note(u.st.Err(sanitize(oneLine(err.Error()))))
+		} else {
+			u.tr.Note(u.st.Dim("saved to "+shortPath(file, u.o.Env)+": ") + sanitize(strings.Join(a.req.Suggestions, ", ")))
+			u.answer(a, tool.Approval{Allow: true, By: "user"})
+		}
+	case k.Kind == KeyUp || k.Kind == KeyDown:
+		// A command taller than the screen scrolls inside the question.
+		if k.Kind == KeyUp {
+			u.apScroll = max(0, u.apScroll-1)
+		} else {
+			u.apScroll++
+		}
 	case k.Kind == KeyRune && (k.Rune == 'n' || k.Rune == 'N'):
 		u.reasonEd = NewEditor(nil)
 	case k.Kind == KeyEsc:
@@ -647,9 +670,25 @@ func (u *ui) approvalKey(k Key) {
 	}
 }
 
+// saveProjectRules writes allow rules to the project's local settings
+// (.dsh/settings.local.json) and returns the file.
+func (u *ui) saveProjectRules(rules []string) (string, error) {
+	project := u.cwd()
+	if u.app.Config != nil && u.app.Config.Project() != "" {
+		project = u.app.Config.Project()
+	}
+	file := permission.LocalSettingsFile(project)
+	for _, r := range rules {
+		if err := u.app.Permission.SaveRule(file, permission.Rule{Text: r, Behavior: permission.Allow}); err != nil {
+			return file, err
+		}
+	}
+	return file, nil
+}
+
 func (u *ui) answer(a *approval, ans tool.Approval) {
 	a.reply <- ans // buffered: never blocks
-	u.reasonEd = nil
+	u.reasonEd, u.apScroll = nil, 0
 	if i := slices.Index(u.approvals, a); i >= 0 {
 		u.approvals = slices.Delete(u.approvals, i, i+1)
 	}
@@ -908,6 +947,12 @@ func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
 			crow, ccol = len(rows)+r, c
 			rows = append(rows, in...)
 		}
+	} else if u.bypassAsk {
+		for _, l := range wrapLines("Switch to bypassPermissions? Every tool call will run without asking, edits and commands included.", w-4) {
+			rows = append(rows, u.st.Err("⚠ ")+u.st.Warn(l))
+		}
+		rows = append(rows, "  "+u.st.Key("[y]")+" switch to bypassPermissions   "+u.st.Dim("any other key: back to default mode"))
+		crow = -1
 	} else {
 		in, r, c := u.ed.Layout(u.st.Accent("› "), "  ", w)
 		crow, ccol = len(rows)+r, c
@@ -966,9 +1011,7 @@ func (u *ui) approvalRows(w int, now time.Time) (rows []string, crow, ccol int) 
 		}
 		preview = renderDiff(ls, min(limit, diffLimit), u.st)
 	case view != nil && view.Command != "":
-		for _, l := range headLines(view.Command, min(limit, 6), func(s string) string { return s }, u.st) {
-			preview = append(preview, "$ "+l)
-		}
+		preview = u.commandRows(view.Command, w-6, limit)
 	case view != nil && view.Text != "":
 		preview = headLines(u.md.Render(view.Text, w-4), limit, func(s string) string { return s }, u.st)
 	default:
@@ -988,8 +1031,20 @@ func (u *ui) approvalRows(w int, now time.Time) (rows []string, crow, ccol int) 
 	case !u.answerReady(now):
 		rows = append(rows, u.st.Dim("  (answer keys in a moment…)"))
 	case len(req.Suggestions) > 0:
-		rows = append(rows, ansi.Truncate("  "+k("[y]")+" allow once   "+k("[a]")+" allow for this session   "+k("[n]")+" deny   "+u.st.Dim("(esc denies)"), w, "…"))
-		rows = append(rows, ansi.Truncate(u.st.Dim("  for this session: "+sanitize(strings.Join(req.Suggestions, ", "))), w, "…"))
+		// The rule is shown before it is chosen: it is what [a] and [p]
+		// would allow from now on.
+		for i, l := range wrapLines(sanitize(strings.Join(req.Suggestions, ", ")), w-8) {
+			lead := u.st.Dim("  rule: ")
+			if i > 0 {
+				lead = "        "
+			}
+			rows = append(rows, lead+l)
+		}
+		choices := "  " + k("[y]") + " allow once   " + k("[a]") + " allow for this session   "
+		if u.app.Permission != nil {
+			choices += k("[p]") + " always in this project   "
+		}
+		rows = append(rows, ansi.Truncate(choices+k("[n]")+" deny   "+u.st.Dim("(esc denies)"), w, "…"))
 	default:
 		// No rule can cover calls like this one (an ask rule, a command
 		// that cannot be analysed, a hook's question): nothing to remember.
@@ -999,6 +1054,33 @@ func (u *ui) approvalRows(w int, now time.Time) (rows []string, crow, ccol int) 
 		rows = append(rows, u.st.Dim(fmt.Sprintf("  (%d more waiting)", more)))
 	}
 	return rows, -1, 0
+}
+
+// commandRows shows a command in full, wrapped (control characters were
+// made visible by sanitizeView); one taller than limit rows shows a
+// window of it that ↑ and ↓ move, and says where it is.
+func (u *ui) commandRows(cmd string, w, limit int) []string {
+	var ls []string
+	for i, l := range strings.Split(cmd, "\n") {
+		for j, p := range wrapLines(l, w) {
+			switch {
+			case i == 0 && j == 0:
+				p = "$ " + p
+			case j == 0:
+				p = "  " + p
+			default:
+				p = u.st.Dim("↪ ") + p
+			}
+			ls = append(ls, p)
+		}
+	}
+	if len(ls) <= limit {
+		return ls
+	}
+	room := max(1, limit-1)
+	u.apScroll = min(u.apScroll, len(ls)-room)
+	out := slices.Clone(ls[u.apScroll : u.apScroll+room])
+	return append(out, u.st.Dim(fmt.Sprintf("lines %d–%d of %d · ↑/↓ scroll", u.apScroll+1, u.apScroll+room, len(ls))))
 }
 
 // shutdown leaves the terminal tidy: answers open questions, disposes the

@@ -411,3 +411,48 @@ func TestFooterShowsModeAndContextInEveryState(t *testing.T) {
 	h.wait("default mode (shift-tab) · ", " · context <1% · ")
 	h.exit()
 }
+
+// Shift-tab cycles default → acceptEdits → plan; bypassPermissions takes
+// a confirmation, any other key goes back to default, and settings that
+// disable it keep shift-tab from offering it.
+func TestShiftTabConfirmsBypass(t *testing.T) {
+	h := startUIWith(t, func(o *app.Options) { o.Config = testConfig(t) }, nil)
+	h.wait("default mode (shift-tab)")
+	h.send("\x1b[Z")
+	h.wait("⏵⏵ accept edits")
+	h.send("\x1b[Z")
+	h.wait("⏸ plan mode")
+	h.send("\x1b[Z")
+	h.wait("Switch to bypassPermissions?", "[y] switch to bypassPermissions")
+	if m := h.app.Permission.Mode(); m != permission.ModePlan {
+		t.Fatalf("mode %s before the confirmation", m)
+	}
+	h.send("x")
+	h.wait("permission mode: default")
+	if m := h.app.Permission.Mode(); m != permission.ModeDefault {
+		t.Fatalf("mode %s after declining", m)
+	}
+	h.send("\x1b[Z\x1b[Z\x1b[Z")
+	h.wait("Switch to bypassPermissions?")
+	h.send("y")
+	h.wait("⚠ bypass permissions")
+	if m := h.app.Permission.Mode(); m != permission.ModeBypass {
+		t.Fatalf("mode %s after confirming", m)
+	}
+	h.send("\x1b[Z")
+	h.wait("permission mode: default")
+	h.exit()
+
+	h = startUIWith(t, func(o *app.Options) {
+		o.Config = testConfig(t, permission.Key.Flag("--settings", permission.Settings{DisableBypassPermissionsMode: "disable"}))
+	}, nil)
+	h.wait("default mode (shift-tab)")
+	h.send("\x1b[Z\x1b[Z")
+	h.wait("⏸ plan mode")
+	h.send("\x1b[Z")
+	h.wait("permission mode: default")
+	if strings.Contains(h.screen(), "Switch to bypassPermissions?") {
+		t.Fatal("bypassPermissions was offered although settings disable it")
+	}
+	h.exit()
+}
