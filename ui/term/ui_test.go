@@ -456,3 +456,26 @@ func TestShiftTabConfirmsBypass(t *testing.T) {
 	}
 	h.exit()
 }
+
+// "Always in this project" writes the offered rules (shown before the
+// choice) to .dsh/settings.local.json, and they hold at once.
+func TestApprovalAlwaysInThisProject(t *testing.T) {
+	h := startUIWith(t, func(o *app.Options) { o.Config = testConfig(t) }, nil)
+	h.send("go\r")
+	h.wait("? Allow Bash ls -la | head -n 20", "rule: Bash(ls:*), Bash(head:*)", "[p] always in this project")
+	h.send("p")
+	h.wait("saved to ", ".dsh/settings.local.json: Bash(ls:*),", "total ")
+	h.wait("? Allow Write dsh-demo-note.txt?", "[y] allow once")
+	if n := len(h.events(session.TypeApprovalRequest)); n != 2 {
+		t.Fatalf("the saved rules did not cover the second listing (%d questions)", n)
+	}
+	b, err := os.ReadFile(filepath.Join(h.cwd, ".dsh", "settings.local.json"))
+	if err != nil || !strings.Contains(string(b), `"Bash(ls:*)"`) || !strings.Contains(string(b), `"Bash(head:*)"`) {
+		t.Fatalf("settings.local.json: %s %v", b, err)
+	}
+	h.send("y")
+	h.wait("That was the whole loop", "✻ ")
+	h.send("/permissions\r")
+	h.wait("Bash(ls:*)  (", "settings.local.json)")
+	h.exit()
+}
