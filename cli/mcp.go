@@ -85,7 +85,7 @@ func runMCPList(ctx context.Context, stdio IO, o mcpListOptions) error {
 	if err != nil {
 		return usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	servers, cfgErr := mcp.Configured(cfg, cwd)
+	servers, cfgErr := mcp.Configured(cfg, cwd, mcp.Homes{User: userHome(stdio.Env), Codex: stdio.Env("CODEX_HOME")})
 	if cfgErr != nil {
 		for _, line := range strings.Split(cfgErr.Error(), "\n") {
 			fmt.Fprintln(stdio.Err, "dsh: warning: "+line)

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/dshq/dsh/doctor"
 )
 
@@ -143,8 +145,10 @@ type Config struct {
 
 // Files returns the hook files a dialect reads, lowest precedence first:
 // Claude Code reads ~/.claude/settings.json, .claude/settings.json and
-// .claude/settings.local.json; Codex reads ~/.codex/hooks.json and
-// .codex/hooks.json. userHome is the user's home directory.
+// .claude/settings.local.json; Codex reads ~/.codex/hooks.json,
+// ~/.codex/config.toml, .codex/hooks.json and .codex/config.toml (whose
+// [hooks] tables have hooks.json's shape). userHome is the user's home
+// directory.
 func Files(dialect, userHome, project string) (user, proj []string) {
 	switch dialect {
 	case Claude:
@@ -156,10 +160,10 @@ func Files(dialect, userHome, project string) (user, proj []string) {
 		}
 	case Codex:
 		if userHome != "" {
-			user = append(user, filepath.Join(userHome, ".codex", "hooks.json"))
+			user = append(user, filepath.Join(userHome, ".codex", "hooks.json"), filepath.Join(userHome, ".codex", "config.toml"))
 		}
 		if project != "" {
-			proj = append(proj, filepath.Join(project, ".codex", "hooks.json"))
+			proj = append(proj, filepath.Join(project, ".codex", "hooks.json"), filepath.Join(project, ".codex", "config.toml"))
 		}
 	}
 	return user, proj
@@ -195,7 +199,34 @@ func (c *Config) addFile(path string, project bool) {
 		}
 		return
 	}
+	if strings.HasSuffix(path, ".toml") {
+		if b, err = tomlHooks(b); err != nil {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("hooks: %s is not valid TOML: %v", path, err))
+			return
+		}
+		if b == nil {
+			return // a config.toml without hooks
+		}
+	}
 	c.add(path, b, project)
+}
+
+// tomlHooks turns a Codex config.toml into the JSON of its hooks: the
+// [hooks] tables ([[hooks.PreToolUse]] groups with [[hooks.PreToolUse.hooks]]
+// handlers) are hooks.json's document in TOML. [hooks.state] is Codex's
+// own bookkeeping, not an event (it is left out by add, which skips what
+// is not a list of groups). nil: the file has no hooks.
+func tomlHooks(b []byte) ([]byte, error) {
+	var doc struct {
+		Hooks map[string]any `toml:"hooks"`
+	}
+	if err := toml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Hooks) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(map[string]any{"hooks": doc.Hooks})
 }
 
 func (c *Config) add(source string, b []byte, project bool) {

@@ -63,6 +63,9 @@ func newRig(t *testing.T, dialect, cfg string, approver tool.Approver, entries .
 	file := filepath.Join(dir, ".claude", "settings.json")
 	if dialect == hooks.Codex {
 		file = filepath.Join(dir, ".codex", "hooks.json")
+		if strings.Contains(cfg, "[[hooks.") {
+			file = filepath.Join(dir, ".codex", "config.toml")
+		}
 	}
 	os.MkdirAll(filepath.Dir(file), 0o755)
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
@@ -385,6 +388,51 @@ func TestCodexDialect(t *testing.T) {
 	json.Unmarshal([]byte(strings.Split(string(b), "\n")[0]), &p)
 	if p["tool_name"] != "Bash" || p["turn_id"] != "1" || p["tool_input"].(map[string]any)["command"] != "rm -rf /tmp/x" {
 		t.Fatalf("codex payload %v", p)
+	}
+}
+
+// Codex's config.toml declares hooks inline, in hooks.json's shape as TOML
+// tables; the other tables of the file (and [hooks.state]) are not hooks.
+func TestCodexConfigTOML(t *testing.T) {
+	logf := filepath.Join(t.TempDir(), "calls.log")
+	t.Setenv("HOOK_LOG", logf)
+	cfg := `model = "gpt-5-codex"
+approval_policy = "on-request"
+
+[mcp_servers.docs]
+command = "docs-server"
+
+[[hooks.PreToolUse]]
+matcher = "Bash"
+
+[[hooks.PreToolUse.hooks]]
+type = "command"
+command = "` + testdata(t, "record.sh") + `"
+
+[[hooks.PreToolUse.hooks]]
+type = "command"
+command = "` + testdata(t, "guard.sh") + `"
+timeout = 30
+
+[hooks.state]
+"pre_tool_use:0" = { enabled = true }
+`
+	r := newRig(t, hooks.Codex, cfg, nil, bashCall("c1", "rm -rf /tmp/x"), scripted.Text("ok"))
+	r.run(t, "go")
+	if rs := r.results(t); !rs[0].IsError {
+		t.Fatal("the config.toml guard must block")
+	}
+	if b, err := os.ReadFile(logf); err != nil || !strings.Contains(string(b), `"tool_name":"Bash"`) {
+		t.Fatalf("the recording hook did not run: %q %v", b, err)
+	}
+	conf := hooks.Load(hooks.Codex, nil, []string{filepath.Join(r.dir, ".codex", "config.toml")})
+	if len(conf.Warnings) != 0 || len(conf.Events) != 1 || len(conf.Events["PreToolUse"]) != 1 {
+		t.Fatalf("config %+v", conf)
+	}
+	bad := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(bad, []byte("[[hooks.PreToolUse]\n"), 0o644)
+	if conf := hooks.Load(hooks.Codex, []string{bad}, nil); len(conf.Warnings) != 1 || !strings.Contains(conf.Warnings[0], "not valid TOML") {
+		t.Fatalf("a malformed config.toml: %+v", conf.Warnings)
 	}
 }
 

@@ -289,13 +289,16 @@ func LoadProjectFile(dir string) ([]ServerConfig, error) {
 	return ParseServers(doc.MCPServers, SourceMCPJSON, path, dir)
 }
 
-// Configured collects the servers of the settings layers in force and of
-// cwd/.mcp.json. Later layers win by name: user < .mcp.json < project <
-// local < --settings. Servers from the project (.mcp.json, project and
-// local settings) carry Dir = cwd, so they start only in a trusted
-// project. Problems are joined into the error; the valid servers are
-// returned all the same.
-func Configured(c *settings.Config, cwd string) ([]ServerConfig, error) {
+// Configured collects the servers of the settings layers in force, of
+// cwd/.mcp.json and of the user's Claude Code and Codex files (homes).
+// Later sources win by name: Codex's config.toml < ~/.claude.json's
+// mcpServers < $DSH_HOME settings < .mcp.json < ~/.claude.json's entry for
+// this project < project < local < --settings < the command line (Claude
+// Code's order: user < project < local). Servers from the project
+// (.mcp.json, project and local settings) carry Dir = cwd, so they start
+// only in a trusted project. Problems are joined into the error; the
+// valid servers are returned all the same.
+func Configured(c *settings.Config, cwd string, homes Homes) ([]ServerConfig, error) {
 	byName := map[string]ServerConfig{}
 	var errs []error
 	add := func(cs []ServerConfig, err error) {
@@ -320,10 +323,14 @@ func Configured(c *settings.Config, cwd string) ([]ServerConfig, error) {
 		}
 	}
 	if !StrictKey.Get(c) {
+		add(codexConfig(homes.codex()))
+		claudeUser, claudeProject, err := claudeJSON(homes.User, cwd)
+		add(claudeUser, err)
 		layer(settings.LayerUser)
 		if cwd != "" {
 			add(LoadProjectFile(cwd))
 		}
+		add(claudeProject, nil)
 		layer(settings.LayerProject)
 		layer(settings.LayerLocal)
 		layer(settings.LayerSettingsFile)

@@ -40,7 +40,7 @@ func TestConfiguredLayersAndProjectFile(t *testing.T) {
 	if s := mcp.Key.Get(cfg); len(s) != 3 {
 		t.Fatalf("merged settings servers = %v", s)
 	}
-	got, err := mcp.Configured(cfg, proj)
+	got, err := mcp.Configured(cfg, proj, mcp.Homes{})
 	if err == nil || !strings.Contains(err.Error(), "mcpServers.broken") || !strings.Contains(err.Error(), `http server needs "url"`) {
 		t.Errorf("err = %v", err)
 	}

@@ -60,7 +60,7 @@ func Plugin(cfg PluginConfig) core.Plugin {
 		if err := scope.Add(checks.Add("mcp", func(context.Context) []doctor.Finding { return m.Findings() })); err != nil {
 			return err
 		}
-		servers, err := Configured(cfg.Settings, h.Site.Cwd)
+		servers, err := Configured(cfg.Settings, h.Site.Cwd, Homes{User: h.Site.UserHome, Codex: h.Site.Env("CODEX_HOME")})
 		if err != nil {
 			h.Logger.Warn("some MCP servers are misconfigured and were skipped", "err", err)
 		}

@@ -1,0 +1,149 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Sources of the servers other tools' files configure.
+const (
+	// SourceClaudeUser is the top-level mcpServers of ~/.claude.json
+	// (Claude Code's user scope).
+	SourceClaudeUser = "claude.json"
+	// SourceClaudeProject is ~/.claude.json's projects[<dir>].mcpServers
+	// (Claude Code's local scope: the user's own, for one project).
+	SourceClaudeProject = "claude.json project"
+	// SourceCodex is [mcp_servers.*] of Codex's config.toml.
+	SourceCodex = "codex config.toml"
+)
+
+// Homes says where the user's other tools keep their configuration.
+type Homes struct {
+	// User is the user's home directory (~/.claude.json).
+	User string
+	// Codex is $CODEX_HOME (default User/.codex).
+	Codex string
+}
+
+func (h Homes) codex() string {
+	if h.Codex != "" {
+		return h.Codex
+	}
+	if h.User != "" {
+		return filepath.Join(h.User, ".codex")
+	}
+	return ""
+}
+
+// claudeJSON reads ~/.claude.json: its user-scope servers and those it
+// keeps for the project cwd. Both are the user's own configuration (the
+// file is in their home), so they need no project trust.
+func claudeJSON(home, cwd string) (user, project []ServerConfig, err error) {
+	if home == "" {
+		return nil, nil, nil
+	}
+	path := filepath.Join(home, ".claude.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("mcp: %w", err)
+	}
+	var doc struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		Projects   map[string]struct {
+			MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		} `json:"projects"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, nil, fmt.Errorf("mcp: %s: %w", path, err)
+	}
+	var errs []error
+	user, err = ParseServers(doc.MCPServers, SourceClaudeUser, path, "")
+	errs = append(errs, err)
+	if cwd != "" {
+		for dir, p := range doc.Projects {
+			if filepath.Clean(dir) == filepath.Clean(cwd) {
+				project, err = ParseServers(p.MCPServers, SourceClaudeProject, path, "")
+				errs = append(errs, err)
+			}
+		}
+	}
+	return user, project, errors.Join(errs...)
+}
+
+// codexServer is one [mcp_servers.<name>] table of Codex's config.toml.
+type codexServer struct {
+	Command           string            `toml:"command"`
+	Args              []string          `toml:"args"`
+	Env               map[string]string `toml:"env"`
+	Cwd               string            `toml:"cwd"`
+	URL               string            `toml:"url"`
+	BearerTokenEnvVar string            `toml:"bearer_token_env_var"`
+	HTTPHeaders       map[string]string `toml:"http_headers"`
+	EnvHTTPHeaders    map[string]string `toml:"env_http_headers"`
+	ToolTimeoutSec    float64           `toml:"tool_timeout_sec"`
+	Enabled           *bool             `toml:"enabled"`
+}
+
+// codexConfig reads the [mcp_servers.*] tables of config.toml in the Codex
+// home, in dsh's shape: a bearer_token_env_var becomes an Authorization
+// header reading that variable, env_http_headers headers reading theirs,
+// tool_timeout_sec the per-call timeout and enabled = false disabled.
+func codexConfig(codexHome string) ([]ServerConfig, error) {
+	if codexHome == "" {
+		return nil, nil
+	}
+	path := filepath.Join(codexHome, "config.toml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	var doc struct {
+		MCPServers map[string]codexServer `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("mcp: %s: %w", path, err)
+	}
+	names := make([]string, 0, len(doc.MCPServers))
+	for n := range doc.MCPServers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	raw := map[string]json.RawMessage{}
+	for _, n := range names {
+		s := doc.MCPServers[n]
+		c := ServerConfig{Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd, URL: s.URL, TimeoutMs: int64(s.ToolTimeoutSec * 1000),
+			Disabled: s.Enabled != nil && !*s.Enabled}
+		if s.URL != "" {
+			c.Type = TransportHTTP
+			c.Headers = map[string]string{}
+			for k, v := range s.HTTPHeaders {
+				c.Headers[k] = v
+			}
+			for k, v := range s.EnvHTTPHeaders {
+				c.Headers[k] = "${" + v + "}"
+			}
+			if s.BearerTokenEnvVar != "" {
+				c.Headers["Authorization"] = "Bearer ${" + s.BearerTokenEnvVar + "}"
+			}
+		}
+		j, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: %s: %s: %w", path, n, err)
+		}
+		raw[n] = j
+	}
+	return ParseServers(raw, SourceCodex, path, "")
+}
