@@ -1,6 +1,7 @@
 package term
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -20,7 +21,12 @@ const (
 	ActRedraw           // ctrl-l
 	ActTab              // tab (completion is the caller's)
 	ActBackTab          // shift-tab
+	ActSuspend          // ctrl-z
 )
+
+// pasteLines is the most lines a paste may have and still be inserted as
+// is; a longer one shows as one placeholder (see [Editor.Expanded]).
+const pasteLines = 3
 
 // Editor is a single- or multi-line input buffer with readline keys and
 // history. It knows nothing about terminals: keys in, buffer and cursor
@@ -33,6 +39,20 @@ type Editor struct {
 	hist    *History
 	histIdx int // == hist.Len(): editing the draft
 	draft   []rune
+
+	// pastes are the collapsed pastes; the n-th shows in the buffer as
+	// pastePlaceholder(n, …).
+	pastes []string
+	search *histSearch // ctrl-r in progress
+}
+
+// histSearch is a reverse incremental history search: the buffer as it was
+// before it began, what is typed, and the entry it found.
+type histSearch struct {
+	saved   []rune
+	query   []rune
+	idx     int // the matching entry; -1 none yet
+	failing bool
 }
 
 // NewEditor returns an empty editor using h for up/down (h may be nil).
@@ -63,16 +83,51 @@ func (e *Editor) SetText(s string) {
 
 // Reset empties the buffer and leaves history browsing.
 func (e *Editor) Reset() {
-	e.buf, e.pos, e.draft = nil, 0, nil
+	e.buf, e.pos, e.draft, e.pastes, e.search = nil, 0, nil, nil, nil
 	e.histIdx = e.histLen()
 }
 
+// Expanded is the buffer with each collapsed paste's placeholder replaced
+// by the pasted text: what is sent. A placeholder the user edited is no
+// longer one and stays as typed.
+func (e *Editor) Expanded() string {
+	s := string(e.buf)
+	for i, p := range e.pastes {
+		s = strings.Replace(s, pastePlaceholder(i+1, p), p, 1)
+	}
+	return s
+}
+
+// pastePlaceholder is how the n-th collapsed paste shows in the buffer.
+func pastePlaceholder(n int, text string) string {
+	return fmt.Sprintf("[Pasted text #%d +%d lines]", n, countLines(text))
+}
+
+func countLines(s string) int {
+	s = strings.TrimSuffix(s, "\n")
+	return strings.Count(s, "\n") + 1
+}
+
+// Searching reports whether a ctrl-r search is open.
+func (e *Editor) Searching() bool { return e.search != nil }
+
 // Handle applies one key.
 func (e *Editor) Handle(k Key) Action {
+	if e.search != nil {
+		act, done := e.searchKey(k)
+		if done {
+			return act
+		}
+	}
 	switch k.Kind {
 	case KeyRune:
 		e.insert([]rune{k.Rune})
 	case KeyPaste:
+		if countLines(k.Text) > pasteLines {
+			e.pastes = append(e.pastes, k.Text)
+			e.insert([]rune(pastePlaceholder(len(e.pastes), k.Text)))
+			break
+		}
 		e.insert([]rune(k.Text))
 	case KeyEnter:
 		if e.pos == len(e.buf) && e.pos > 0 && e.buf[e.pos-1] == '\\' {
@@ -156,8 +211,73 @@ func (e *Editor) Handle(k Key) Action {
 		return ActTab
 	case KeyBackTab:
 		return ActBackTab
+	case KeyCtrlZ:
+		return ActSuspend
+	case KeyCtrlR:
+		if e.histLen() > 0 {
+			e.search = &histSearch{saved: append([]rune(nil), e.buf...), idx: -1}
+		}
 	}
 	return ActNone
+}
+
+// searchKey handles a key while ctrl-r searches: typing narrows, ctrl-r
+// finds the next older match, esc or ctrl-g puts the buffer back, enter
+// sends the match, and any other key takes the match into the buffer and
+// then does what it does there (done is false).
+func (e *Editor) searchKey(k Key) (act Action, done bool) {
+	s := e.search
+	switch k.Kind {
+	case KeyRune:
+		s.query = append(s.query, k.Rune)
+		e.find(max(s.idx, e.histLen()-1))
+		return ActNone, true
+	case KeyBackspace:
+		if len(s.query) > 0 {
+			s.query = s.query[:len(s.query)-1]
+		}
+		s.idx = -1
+		e.find(e.histLen() - 1)
+		return ActNone, true
+	case KeyCtrlR:
+		from := e.histLen() - 1
+		if s.idx >= 0 {
+			from = s.idx - 1
+		}
+		e.find(from)
+		return ActNone, true
+	case KeyEsc, KeyCtrlG, KeyCtrlC:
+		e.buf = s.saved
+		e.pos = len(e.buf)
+		e.search = nil
+		return ActNone, true
+	}
+	if s.idx >= 0 {
+		e.buf = []rune(e.hist.At(s.idx))
+		e.pos = len(e.buf)
+	} else {
+		e.buf = s.saved
+		e.pos = len(e.buf)
+	}
+	e.search = nil
+	if k.Kind == KeyEnter {
+		return ActSubmit, true
+	}
+	return ActNone, false
+}
+
+// find looks for the query from entry from back to the oldest, case
+// insensitively; without a match the last one found stays.
+func (e *Editor) find(from int) {
+	s := e.search
+	q := strings.ToLower(string(s.query))
+	for i := from; i >= 0; i-- {
+		if strings.Contains(strings.ToLower(e.hist.At(i)), q) {
+			s.idx, s.failing = i, false
+			return
+		}
+	}
+	s.failing = true
 }
 
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' }
@@ -251,6 +371,21 @@ func (e *Editor) historyMove(dir int) {
 // are indented to the prompt's width. It returns the rows (prompt included)
 // and the cursor's row and column.
 func (e *Editor) Layout(prompt, cont string, width int) (rows []string, crow, ccol int) {
+	if s := e.search; s != nil {
+		label := "reverse-i-search"
+		if s.failing {
+			label = "failing " + label
+		}
+		var found []rune
+		pos := 0
+		if s.idx >= 0 {
+			found = []rune(e.hist.At(s.idx))
+			if i := strings.Index(strings.ToLower(string(found)), strings.ToLower(string(s.query))); i >= 0 {
+				pos = len([]rune(string(found)[:i]))
+			}
+		}
+		return layout(found, pos, "("+label+")`"+sanitize(string(s.query))+"': ", cont, width)
+	}
 	return layout(e.buf, e.pos, prompt, cont, width)
 }
 

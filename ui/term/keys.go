@@ -38,6 +38,9 @@ const (
 	KeyCtrlC
 	KeyCtrlD
 	KeyCtrlL
+	KeyCtrlR   // reverse history search
+	KeyCtrlG   // leave the history search
+	KeyCtrlZ   // suspend
 	KeyUnknown // an unrecognised sequence, dropped by the editor
 )
 
@@ -139,6 +142,7 @@ var ctrlKeys = map[byte]KeyKind{
 	0x01: KeyHome, 0x02: KeyLeft, 0x03: KeyCtrlC, 0x04: KeyCtrlD, 0x05: KeyEnd, 0x06: KeyRight,
 	0x08: KeyBackspace, 0x09: KeyTab, 0x0a: KeyNewline, 0x0b: KeyKillEnd, 0x0c: KeyCtrlL, 0x0d: KeyEnter,
 	0x0e: KeyDown, 0x10: KeyUp, 0x15: KeyKillStart, 0x17: KeyKillWord, 0x19: KeyYank, 0x7f: KeyBackspace,
+	0x12: KeyCtrlR, 0x07: KeyCtrlG, 0x1a: KeyCtrlZ,
 }
 
 // decodeOne decodes the key at the start of b and returns it with the

@@ -146,7 +146,9 @@ func (t *Transcript) Apply(e session.Event) {
 		ts, _ := session.Decode[session.TurnStart](e)
 		t.compactTurn = ts.Trigger.Kind == "compact"
 		t.turnUsage, t.usageSeen = llm.Usage{}, false
-		t.Turns++
+		if ts.Trigger.Kind != session.TriggerInjection {
+			t.Turns++ // context added between turns is not one of the user's
+		}
 	case session.TypeStepStart:
 		t.flushStream()
 		t.steps++
@@ -170,6 +172,10 @@ func (t *Transcript) Apply(e session.Event) {
 			suffix += t.st.Dim(fmt.Sprintf("  (expanded to %d %s)", lines, plural(lines, "line", "lines")))
 		}
 		t.block(t.prefixed(text, t.st.User("› "), "  ") + suffix)
+	case session.TypeContextMessage:
+		if p, err := session.Decode[session.Prompt](e); err == nil {
+			t.shellContext(p)
+		}
 	case session.TypePromptBlocked:
 		p, err := session.Decode[session.PromptBlocked](e)
 		if err != nil {

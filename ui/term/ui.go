@@ -150,6 +150,12 @@ type ui struct {
 	// sandbox is the sandbox's status once probed (nil before).
 	sandbox *sandbox.Status
 
+	// suspend stops the process group as ctrl-z would in a cooked
+	// terminal and returns once it is continued (nil: not a terminal).
+	suspend func()
+	// shells counts the ! commands running; shellN numbers them.
+	shells, shellN int
+
 	resumeList []store.Info
 	// picking: the session list of dsh -r is shown and a bare number
 	// picks from it (until the first other input).
@@ -214,6 +220,7 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("term: raw mode: %w", err)
 		}
 		defer func() { _ = xterm.Restore(int(f.Fd()), old) }()
+		u.suspend = func() { suspend(f, old, u.out) }
 	}
 	// Nothing may print to the terminal behind the UI's back: route the
 	// default logger (and the log package) to the app's log file.
@@ -486,6 +493,8 @@ func (u *ui) handle(m any) {
 		u.compacted(m)
 	case customReady:
 		u.customDone(m)
+	case shellDone:
+		u.shellFinished(m)
 	case sandboxMsg:
 		u.sandbox = &m.status
 	case resizeMsg:
@@ -579,7 +588,7 @@ func (u *ui) keys(ks []Key) {
 func (u *ui) editorKey(k Key) {
 	switch u.ed.Handle(k) {
 	case ActSubmit:
-		text := u.ed.Text()
+		text := u.ed.Expanded()
 		if strings.TrimSpace(text) == "" {
 			return
 		}
@@ -611,6 +620,14 @@ func (u *ui) editorKey(k Key) {
 		u.complete()
 	case ActBackTab:
 		u.cycleMode()
+	case ActSuspend:
+		if u.suspend == nil {
+			u.setHint("ctrl-z: not a terminal, nothing to suspend", 2*time.Second)
+			return
+		}
+		_, _ = io.WriteString(u.out, u.scr.Clear())
+		u.suspend()
+		u.scr.Reset()
 	}
 }
 
@@ -729,6 +746,10 @@ func (u *ui) submit(text string) {
 	}
 	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
 		u.command(strings.TrimSpace(text))
+		return
+	}
+	if line, ok := strings.CutPrefix(text, "!"); ok && strings.TrimSpace(line) != "" {
+		u.shell(strings.TrimSpace(line))
 		return
 	}
 	text = strings.TrimPrefix(text, "/")
