@@ -164,7 +164,11 @@ func (t *Transcript) Apply(e session.Event) {
 		if e.Type == session.TypeSteeringMessage {
 			suffix = t.st.Dim("  (steering)")
 		}
-		text := strings.TrimSpace(sanitize(llm.TextOf(p.Content)))
+		typed, notes := splitMentions(p.Content)
+		text := strings.TrimSpace(sanitize(llm.TextOf(typed)))
+		for _, n := range notes {
+			suffix += "\n" + t.st.Dim("  ⎿ "+sanitize(n))
+		}
 		if p.Source.Command != "" {
 			// A slash command: the line the user typed, not its expansion.
 			lines := strings.Count(text, "\n") + 1

@@ -153,6 +153,11 @@ type ui struct {
 	// suspend stops the process group as ctrl-z would in a cooked
 	// terminal and returns once it is continued (nil: not a terminal).
 	suspend func()
+	// mentionIx lists the directory for @ completion (nil until the first
+	// @); mentions are the suggestions for mentionQuery, the @word typed.
+	mentionIx    *mentionIndex
+	mentions     []string
+	mentionQuery string
 	// shells counts the ! commands running; shellN numbers them.
 	shells, shellN int
 
@@ -495,6 +500,11 @@ func (u *ui) handle(m any) {
 		u.customDone(m)
 	case shellDone:
 		u.shellFinished(m)
+	case mentionReady:
+		u.mentions = nil
+		u.mentionSuggest()
+	case mentionSend:
+		u.mentionSent(m)
 	case sandboxMsg:
 		u.sandbox = &m.status
 	case resizeMsg:
@@ -586,6 +596,10 @@ func (u *ui) keys(ks []Key) {
 }
 
 func (u *ui) editorKey(k Key) {
+	defer u.mentionSuggest()
+	if k.Kind == KeyTab && u.mentionAccept() {
+		return
+	}
 	switch u.ed.Handle(k) {
 	case ActSubmit:
 		text := u.ed.Expanded()
@@ -759,6 +773,40 @@ func (u *ui) submit(text string) {
 		return
 	}
 	content := []llm.Block{llm.Text(text)}
+	if len(mentionedPaths(text, u.cwd())) > 0 {
+		// Reading may ask for approval: off the UI goroutine.
+		host, _ := c.ag.(tool.Host)
+		reg, dir := u.app.Host.Tools, u.cwd()
+		go func() {
+			blocks, warnings := attachMentions(u.ctx, reg, host, u, dir, text)
+			u.q.push(mentionSend{cur: c, text: text, content: append(content, blocks...), warnings: warnings})
+		}()
+		return
+	}
+	u.send(c, text, content)
+}
+
+// mentionSend is a message whose @mentions were read.
+type mentionSend struct {
+	cur      *current
+	text     string
+	content  []llm.Block
+	warnings []string
+}
+
+func (u *ui) mentionSent(m mentionSend) {
+	for _, w := range m.warnings {
+		u.tr.Note(u.st.Warn(sanitize(w)))
+	}
+	if m.cur != u.cur.Load() {
+		u.tr.Note(u.st.Warn("the session changed while the mentioned files were read; not sent"))
+		return
+	}
+	u.send(m.cur, m.text, m.content)
+}
+
+// send prompts the agent, or steers its running turn.
+func (u *ui) send(c *current, text string, content []llm.Block) {
 	var err error
 	if c.ag.Status() == agent.Running {
 		err = c.ag.Steer(u.ctx, content, llm.Source{})
@@ -978,6 +1026,7 @@ func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
 		in, r, c := u.ed.Layout(u.st.Accent("› "), "  ", w)
 		crow, ccol = len(rows)+r, c
 		rows = append(rows, in...)
+		rows = append(rows, u.mentionRows(w)...)
 	}
 	rows = append(rows, u.statusLine(w))
 	return rows, crow, ccol

@@ -1,0 +1,393 @@
+package term
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/search"
+	"github.com/dshq/dsh/tool"
+)
+
+// @-mentions: typing @ and part of a path offers the working directory's
+// files and directories (what a search sees: .gitignore and hidden names
+// apply), ranked by a fuzzy match; tab takes the first. When the message is
+// sent, each @path naming a file is read through the read tool (the
+// permission layer, hooks and the read tool's size caps apply, and a read
+// that needs approval asks) and attached after the message; a directory is
+// attached as its listing.
+
+// maxIndexed bounds the index of one directory tree.
+const maxIndexed = 1_000_000
+
+// mentionShown is how many suggestions show under the prompt.
+const mentionShown = 6
+
+// mentionIndex is the working directory's paths, listed once in the
+// background on the first @ (never on the start path).
+type mentionIndex struct {
+	root  string
+	done  chan struct{}
+	paths []string // directories end in "/"
+	err   error
+}
+
+func newMentionIndex(ctx context.Context, root string, ready func()) *mentionIndex {
+	ix := &mentionIndex{root: root, done: make(chan struct{})}
+	go func() {
+		defer close(ix.done)
+		ix.err = search.Default.Paths(ctx, root, false, func(rel string, dir bool) bool {
+			if dir {
+				rel += "/"
+			}
+			ix.paths = append(ix.paths, rel)
+			return len(ix.paths) < maxIndexed
+		})
+		if ready != nil {
+			ready()
+		}
+	}()
+	return ix
+}
+
+// ready reports whether the listing finished.
+func (ix *mentionIndex) ready() bool {
+	select {
+	case <-ix.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// scored is a candidate and its match score (higher is better).
+type scored struct {
+	path  string
+	score int
+}
+
+// rankPaths returns the best n of paths for query: every query character
+// must appear in order (case-insensitively); matches at the start of a path
+// element, runs of consecutive characters and matches in the last element
+// score higher, long paths lower. An empty query lists the top level.
+func rankPaths(paths []string, query string, n int) []string {
+	q := []byte(strings.ToLower(query))
+	best := make([]scored, 0, n+1)
+	worst := func() int { return best[len(best)-1].score }
+	for _, p := range paths {
+		if len(q) == 0 && strings.Contains(strings.TrimSuffix(p, "/"), "/") {
+			continue
+		}
+		s, ok := fuzzyScore(p, q)
+		if !ok || (len(best) == n && s <= worst()) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(best, s, func(e scored, s int) int {
+			if e.score > s {
+				return -1
+			}
+			return 1
+		})
+		best = slices.Insert(best, i, scored{p, s})
+		if len(best) > n {
+			best = best[:n]
+		}
+	}
+	out := make([]string, len(best))
+	for i, b := range best {
+		out[i] = b.path
+	}
+	return out
+}
+
+// fuzzyScore matches the lower-case query q against path p: within the
+// last element when it can (what people type is mostly a file's name),
+// else across the whole path.
+func fuzzyScore(p string, q []byte) (int, bool) {
+	base := strings.LastIndexByte(strings.TrimSuffix(p, "/"), '/') + 1
+	score, ok := matchFrom(p, q, base, base)
+	if ok {
+		score += 10
+	} else if score, ok = matchFrom(p, q, 0, base); !ok {
+		return 0, false
+	}
+	if len(q) > 0 && strings.Contains(strings.ToLower(p[base:]), string(q)) {
+		score += 20
+	}
+	return score*16 - len(p), true
+}
+
+// matchFrom matches q in order against p from index from, greedily.
+func matchFrom(p string, q []byte, from, base int) (int, bool) {
+	score, qi, prev := 0, 0, -2
+	for i := from; i < len(p) && qi < len(q); i++ {
+		c := p[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != q[qi] {
+			continue
+		}
+		score++
+		if i == 0 || strings.IndexByte("/_-. ", p[i-1]) >= 0 {
+			score += 8
+		}
+		if prev == i-1 {
+			score += 5
+		}
+		if i >= base {
+			score += 2
+		}
+		prev = i
+		qi++
+	}
+	return score, qi == len(q)
+}
+
+// mentionWord is the @word the cursor ends, if any: its start in the
+// buffer and the text after the @.
+func (e *Editor) mentionWord() (start int, query string, ok bool) {
+	i := e.pos
+	for i > 0 && !unicode.IsSpace(e.buf[i-1]) {
+		i--
+	}
+	if i == e.pos || e.buf[i] != '@' {
+		return 0, "", false
+	}
+	return i, strings.TrimPrefix(string(e.buf[i+1:e.pos]), "\""), true
+}
+
+// replace puts s in place of the runes from start to the cursor.
+func (e *Editor) replace(start int, s string) {
+	rs := []rune(s)
+	nb := make([]rune, 0, len(e.buf)-(e.pos-start)+len(rs))
+	nb = append(nb, e.buf[:start]...)
+	nb = append(nb, rs...)
+	nb = append(nb, e.buf[e.pos:]...)
+	e.buf = nb
+	e.pos = start + len(rs)
+}
+
+// mentionToken is how a path is written after @ (quoted when it holds a
+// space).
+func mentionToken(p string) string {
+	if strings.ContainsAny(p, " \t") {
+		return `@"` + p + `"`
+	}
+	return "@" + p
+}
+
+// mentionSuggest refreshes the suggestions for the @word at the cursor.
+func (u *ui) mentionSuggest() {
+	_, q, ok := u.ed.mentionWord()
+	if !ok || u.ed.Searching() {
+		u.mentions, u.mentionQuery = nil, ""
+		return
+	}
+	if u.mentionIx == nil || u.mentionIx.root != u.cwd() {
+		u.mentionIx = newMentionIndex(u.ctx, u.cwd(), func() { u.q.push(mentionReady{}) })
+	}
+	if !u.mentionIx.ready() {
+		u.mentions, u.mentionQuery = nil, "\x00indexing"
+		return
+	}
+	if u.mentions != nil && u.mentionQuery == q {
+		return
+	}
+	u.mentionQuery = q
+	u.mentions = rankPaths(u.mentionIx.paths, q, mentionShown)
+}
+
+// mentionReady: the index finished; suggestions can show.
+type mentionReady struct{}
+
+// mentionAccept completes the @word with the first suggestion: a file ends
+// the word, a directory goes on completing inside it.
+func (u *ui) mentionAccept() bool {
+	start, _, ok := u.ed.mentionWord()
+	if !ok || len(u.mentions) == 0 {
+		return ok
+	}
+	p := u.mentions[0]
+	tok := mentionToken(p)
+	if !strings.HasSuffix(p, "/") {
+		tok += " "
+	}
+	u.ed.replace(start, tok)
+	u.mentions = nil
+	u.mentionSuggest()
+	return true
+}
+
+// mentionRows are the suggestions under the prompt.
+func (u *ui) mentionRows(w int) []string {
+	if u.mentionQuery == "\x00indexing" {
+		return []string{u.st.Dim("  indexing files…")}
+	}
+	if len(u.mentions) == 0 {
+		if _, _, ok := u.ed.mentionWord(); ok && u.mentionIx != nil && u.mentionIx.ready() {
+			return []string{u.st.Dim("  no matching file")}
+		}
+		return nil
+	}
+	rows := make([]string, 0, len(u.mentions))
+	for i, p := range u.mentions {
+		line := "  " + sanitize(p)
+		if i == 0 {
+			line = u.st.Accent("› "+sanitize(p)) + u.st.Dim("  (tab)")
+		}
+		rows = append(rows, ansi.Truncate(line, w, "…"))
+	}
+	return rows
+}
+
+// mentionedPaths are the @paths in text that name existing files or
+// directories under dir, in order, each once.
+func mentionedPaths(text, dir string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; i < len(text); i++ {
+		if text[i] != '@' || (i > 0 && !unicode.IsSpace(rune(text[i-1]))) {
+			continue
+		}
+		rest := text[i+1:]
+		var p string
+		if strings.HasPrefix(rest, `"`) {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				continue
+			}
+			p = rest[1 : 1+end]
+		} else {
+			end := strings.IndexFunc(rest, unicode.IsSpace)
+			if end < 0 {
+				end = len(rest)
+			}
+			p = strings.TrimRight(rest[:end], ",;:!?)")
+		}
+		if p == "" || seen[p] {
+			continue
+		}
+		abs := p
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(dir, p)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			continue // not a path: an e-mail, a handle
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// mentionTag opens an attachment block; the transcript shows such blocks
+// as a one-line note, never their content.
+const mentionTag = "<mention path="
+
+// maxListed is how many entries a mentioned directory's listing shows.
+const maxListed = 200
+
+// attachMentions reads what text mentions, through the agent's tools.
+// Failed reads become warnings, not attachments; nothing is silently left
+// out.
+func attachMentions(ctx context.Context, reg *tool.Registry, host tool.Host, ap tool.Approver, dir, text string) (blocks []llm.Block, warnings []string) {
+	for n, p := range mentionedPaths(text, dir) {
+		abs := p
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(dir, p)
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			continue
+		}
+		if st.IsDir() {
+			ents, err := os.ReadDir(abs)
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("@%s: %v", p, err))
+				continue
+			}
+			var b strings.Builder
+			for i, e := range ents {
+				if i == maxListed {
+					fmt.Fprintf(&b, "… and %d more\n", len(ents)-i)
+					break
+				}
+				b.WriteString(e.Name())
+				if e.IsDir() {
+					b.WriteString("/")
+				}
+				b.WriteString("\n")
+			}
+			blocks = append(blocks, llm.Text(fmt.Sprintf("%s%q kind=\"directory\">\nThe user mentioned the directory %s; its entries:\n%s</mention>", mentionTag, p, p, b.String())))
+			continue
+		}
+		args, _ := json.Marshal(map[string]string{"file_path": abs})
+		out := reg.Execute(ctx, tool.Call{ID: llm.CallID(fmt.Sprintf("mention-%d", n+1)), Name: "read", Args: args, Raw: string(args), Host: host}, tool.ExecOptions{Approver: ap})
+		content := llm.TextOf(out.Result.Content)
+		switch {
+		case out.Decision.Kind == tool.Deny:
+			warnings = append(warnings, fmt.Sprintf("@%s not attached: %s", p, out.Decision.Reason))
+			continue
+		case out.Approval != nil && !out.Approval.Allow:
+			warnings = append(warnings, fmt.Sprintf("@%s not attached: %s", p, out.Approval.Reason))
+			continue
+		case out.Result.IsError:
+			warnings = append(warnings, fmt.Sprintf("@%s not attached: %s", p, strings.TrimPrefix(content, "Error: ")))
+			continue
+		}
+		shown := 0 // the read tool numbers the lines it returns
+		for l := range strings.SplitSeq(content, "\n") {
+			if num, _, ok := strings.Cut(strings.TrimLeft(l, " "), "\t"); ok && num != "" && strings.Trim(num, "0123456789") == "" {
+				shown++
+			}
+		}
+		blocks = append(blocks, llm.Text(fmt.Sprintf("%s%q kind=\"file\" lines=\"%d\">\nThe user mentioned %s; the read tool returned:\n%s\n</mention>", mentionTag, p, shown, p, strings.TrimRight(content, "\n"))))
+	}
+	return blocks, warnings
+}
+
+// mentionNote is how the transcript shows an attachment block: its path
+// and size, not its content.
+func mentionNote(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, mentionTag)
+	if !ok {
+		return "", false
+	}
+	head, _, _ := strings.Cut(rest, "\n")
+	var p string
+	if _, err := fmt.Sscanf(head, "%q", &p); err != nil {
+		p = head
+	}
+	if strings.Contains(head, `kind="directory"`) {
+		return fmt.Sprintf("attached @%s (directory listing)", p), true
+	}
+	lines := 0
+	if _, attr, ok := strings.Cut(head, ` lines="`); ok {
+		_, _ = fmt.Sscanf(attr, "%d", &lines)
+	}
+	return fmt.Sprintf("attached @%s (%d %s)", p, lines, plural(lines, "line", "lines")), true
+}
+
+// splitMentions separates a prompt's typed blocks from its attachments,
+// which are returned as notes.
+func splitMentions(content []llm.Block) (typed []llm.Block, notes []string) {
+	for _, b := range content {
+		if b.Type == llm.BlockText {
+			if n, ok := mentionNote(b.Text); ok {
+				notes = append(notes, n)
+				continue
+			}
+		}
+		typed = append(typed, b)
+	}
+	return typed, notes
+}

@@ -1,0 +1,162 @@
+package term
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/llm/scripted"
+)
+
+func TestRankPaths(t *testing.T) {
+	paths := []string{"README.md", "cmd/", "cmd/dsh/", "cmd/dsh/main.go", "ui/term/mention.go", "ui/term/markdown.go", "docs/mention-notes.txt", "internal/x/mainly_other.go"}
+	got := rankPaths(paths, "mention", 3)
+	if len(got) != 2 || got[0] != "ui/term/mention.go" || got[1] != "docs/mention-notes.txt" {
+		t.Fatalf("mention: %q", got)
+	}
+	if got := rankPaths(paths, "cdm", 5); len(got) == 0 || got[0] != "cmd/dsh/main.go" && got[0] != "cmd/dsh/" && got[0] != "cmd/" {
+		t.Fatalf("cdm: %q", got)
+	}
+	if got := rankPaths(paths, "zzz", 5); len(got) != 0 {
+		t.Fatalf("zzz: %q", got)
+	}
+	if got := rankPaths(paths, "", 10); strings.Join(got, ",") != "cmd/,README.md" {
+		t.Fatalf("empty query lists the top level: %q", got)
+	}
+}
+
+func TestMentionedPaths(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a.go", "my file.txt", "sub/b.go"} {
+		p := filepath.Join(dir, f)
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := mentionedPaths(`see @a.go, @"my file.txt" and @sub/ but not me@a.go or @missing.go; @a.go again`, dir)
+	if strings.Join(got, "|") != "a.go|my file.txt|sub/" {
+		t.Fatalf("%q", got)
+	}
+}
+
+// Typing @ and part of a name suggests files (not ignored ones), tab
+// completes, and the sent message carries the file's content while the
+// transcript shows only a note.
+func TestMentionCompletesAndAttaches(t *testing.T) {
+	ad := scripted.New(scripted.Text("read it"))
+	h := startUI(t, useScript(t, ad))
+	write := func(rel, content string) {
+		p := filepath.Join(h.cwd, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".gitignore", "build/\n")
+	write("src/server/request_handler.go", "package server\n\n// marker-4711\n")
+	write("build/request_handler.go", "generated\n")
+	write("docs/other.md", "x\n")
+	h.send("/model script/m\r")
+	h.wait("model set to script/m")
+	h.send("explain @reqhand")
+	h.wait("› src/server/request_handler.go", "(tab)")
+	if strings.Contains(h.screen(), "build/request_handler.go") {
+		t.Fatal("an ignored file is suggested")
+	}
+	h.send("\t")
+	h.wait("explain @src/server/request_handler.go ")
+	h.send("please\r")
+	h.wait("read it", "attached @src/server/request_handler.go (3 lines)")
+	reqs := ad.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	all := llm.TextOf(last.Content)
+	if !strings.Contains(all, "explain @src/server/request_handler.go please") || !strings.Contains(all, "marker-4711") {
+		t.Fatalf("the request lacks the file:\n%s", all)
+	}
+	if strings.Contains(h.screen(), "marker-4711") {
+		t.Fatal("the transcript shows the attached content")
+	}
+	h.exit()
+}
+
+// TestMain removes the benchmarks' shared tree.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tree100k.dir != "" {
+		_ = os.RemoveAll(tree100k.dir)
+	}
+	os.Exit(code)
+}
+
+var tree100k struct {
+	once sync.Once
+	dir  string
+}
+
+// makeTree100k writes 100,000 files (100 × 10 directories of 100) once per
+// test binary run.
+func makeTree100k(b *testing.B) string {
+	tree100k.once.Do(func() {
+		dir, err := os.MkdirTemp("", "dsh-mention-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range 100 {
+			for j := range 10 {
+				d := filepath.Join(dir, fmt.Sprintf("pkg%03d", i), fmt.Sprintf("part%d", j))
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				for k := range 100 {
+					if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("file_%03d_handler.go", k)), nil, 0o600); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		tree100k.dir = dir
+	})
+	return tree100k.dir
+}
+
+// BenchmarkMentionFirstSuggestions is @ completion from nothing on a
+// 100,000-file tree: the listing (what the first @ starts) and the ranking
+// of the first query.
+func BenchmarkMentionFirstSuggestions(b *testing.B) {
+	dir := makeTree100k(b)
+	b.ResetTimer()
+	for range b.N {
+		ix := newMentionIndex(context.Background(), dir, nil)
+		<-ix.done
+		if len(ix.paths) < 100_000 {
+			b.Fatalf("%d paths", len(ix.paths))
+		}
+		if got := rankPaths(ix.paths, "p42pt3f7hand", mentionShown); len(got) == 0 {
+			b.Fatal("no suggestion")
+		}
+	}
+}
+
+// BenchmarkMentionRank is one keystroke's ranking over 100,000 paths.
+func BenchmarkMentionRank(b *testing.B) {
+	dir := makeTree100k(b)
+	ix := newMentionIndex(context.Background(), dir, nil)
+	<-ix.done
+	b.ResetTimer()
+	for range b.N {
+		if got := rankPaths(ix.paths, "p42pt3f7hand", mentionShown); len(got) == 0 {
+			b.Fatal("no suggestion")
+		}
+	}
+}
