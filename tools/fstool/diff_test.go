@@ -77,11 +77,10 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 }
 
-// TestDiffScriptsAreValid checks on random inputs that the edit script
-// rebuilds both sides, that the hunks' old and new texts are found in the
-// two texts, and that the script is no longer than a naive delete-all,
-// insert-all one (minimal when the Myers search completes).
-func TestDiffScriptsAreValid(t *testing.T) {
+// TestDiffHunksAreFound checks on random inputs that the hunks' old and
+// new texts are found in the two texts (the edit script itself is tested
+// in internal/textdiff).
+func TestDiffHunksAreFound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	vocab := []string{"a\n", "b\n", "c\n", "d\n", "{\n", "}\n", "\n", "e"}
 	gen := func() []string {
@@ -95,28 +94,7 @@ func TestDiffScriptsAreValid(t *testing.T) {
 		return out
 	}
 	for range 500 {
-		a, b := gen(), gen()
-		ops := diffLines(a, b)
-		var ra, rb []string
-		changes := 0
-		for _, o := range ops {
-			if o.kind != opInsert {
-				ra = append(ra, o.line)
-			}
-			if o.kind != opDelete {
-				rb = append(rb, o.line)
-			}
-			if o.kind != opEqual {
-				changes++
-			}
-		}
-		if strings.Join(ra, "") != strings.Join(a, "") || strings.Join(rb, "") != strings.Join(b, "") {
-			t.Fatalf("script does not rebuild:\na=%q\nb=%q\nops=%v", a, b, ops)
-		}
-		if lcs := lcsLen(a, b); changes != len(a)+len(b)-2*lcs {
-			t.Fatalf("not minimal: %d changes, want %d\na=%q\nb=%q", changes, len(a)+len(b)-2*lcs, a, b)
-		}
-		before, after := strings.Join(a, ""), strings.Join(b, "")
+		before, after := strings.Join(gen(), ""), strings.Join(gen(), "")
 		ds, _ := fileDiffs("f", before, after)
 		for _, d := range ds {
 			if d.OldText != nil && !strings.Contains(before, *d.OldText) || !strings.Contains(after, d.NewText) {
@@ -126,34 +104,13 @@ func TestDiffScriptsAreValid(t *testing.T) {
 	}
 }
 
-func lcsLen(a, b []string) int {
-	dp := make([][]int, len(a)+1)
-	for i := range dp {
-		dp[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				dp[i][j] = dp[i+1][j+1] + 1
-			} else {
-				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
-			}
-		}
-	}
-	return dp[0][0]
-}
-
 // TestDiffLargeRewriteFallsBack: beyond the edit-distance bound the result
-// is a single replacement, still correct, and fast.
+// is a single hunk, and a diff too big to record is omitted.
 func TestDiffLargeRewriteFallsBack(t *testing.T) {
 	var a, b []string
 	for i := range 5000 {
 		a = append(a, fmt.Sprintf("old %d\n", i))
 		b = append(b, fmt.Sprintf("new %d\n", i))
-	}
-	ops := diffLines(a, b)
-	if len(ops) != 10000 || ops[0].kind != opDelete || ops[9999].kind != opInsert {
-		t.Fatalf("ops = %d, first %c, last %c", len(ops), ops[0].kind, ops[len(ops)-1].kind)
 	}
 	ds, _ := fileDiffs("f", strings.Join(a, ""), strings.Join(b, ""))
 	if len(ds) != 1 {
