@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/checkpoint"
 	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
@@ -88,8 +89,11 @@ type App struct {
 	// Prices is the price table every front door reads cost from (the
 	// models plugin's: list prices under the "pricing" settings).
 	Prices *pricing.Table
-	hooks  *hooks.Bridges
-	opts   Options
+	// Checkpoints records the workspace per turn and step and rewinds
+	// sessions (nil when the plugin is off).
+	Checkpoints *checkpoint.Checkpoints
+	hooks       *hooks.Bridges
+	opts        Options
 }
 
 // ErrNoModel is returned when a model was named but nothing serves it.
@@ -155,6 +159,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	a.Transcripts, _ = core.Lookup[*transcript.Writer](h)
 	a.Prices, _ = core.Lookup[*pricing.Table](h)
+	a.Checkpoints, _ = core.Lookup[*checkpoint.Checkpoints](h)
 	sel, _ := core.Lookup[providers.Selection](h)
 	a.Model, a.Demo, a.DemoFallback = sel.Model, sel.Demo, sel.DemoFallback
 	return a, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dshq/dsh/checkpoint"
 	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/compact"
 	"github.com/dshq/dsh/core"
@@ -57,6 +58,8 @@ import (
 //     it, and the permission layer asks it which calls it confines.
 //   - tools, web, MCP and subagents register tools in the order the model
 //     sees them.
+//   - checkpoints after the tools and subagents: its tools/execute
+//     wrapper records the workspace before a step's first change.
 //   - hooks after the tools (they run commands on the local shell) and
 //     after compaction and subagents (PreCompact, subagent start and end).
 //   - permission last: its guard and pre-execute listener are prepended
@@ -144,6 +147,16 @@ func Plugins() []core.Spec {
 			Name: "skills", Doc: "skills: .claude/skills, .dsh/skills, ~/.claude/skills, plugin bundles' skills; the index in the prompt and the skill tool", Optional: true,
 			Needs: []string{"doctor"},
 			New:   func(*settings.Config) core.Plugin { return skills.Plugin(skills.Config{}) },
+		},
+		{
+			Name: "checkpoints", Doc: "workspace checkpoints at every turn and step (under $DSH_HOME/checkpoints) and rewind of code and conversation",
+			Optional: true,
+			Settings: settings.Schema{checkpoint.Key},
+			New: func(c *settings.Config) core.Plugin {
+				cfg := checkpoint.Key.Get(c)
+				cfg.Roots = permission.FromSettings(c).Roots
+				return checkpoint.Plugin(cfg)
+			},
 		},
 		{
 			Name: "transcripts", Doc: "a Claude Code-format transcript of every session (hooks' transcript_path)",

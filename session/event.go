@@ -121,12 +121,17 @@ const (
 	TypeSteeringMessage  = "steering/message"
 	TypeApprovalRequest  = "approval/request"
 	TypeApprovalAnswer   = "approval/answer"
+	// TypeRewind is a conversation rewind (the checkpoint capability
+	// owns it): a surface event that shadows the nodes from a turn on and
+	// derives no message, so the next request carries only the history
+	// before that turn while the log keeps everything.
+	TypeRewind = "checkpoint/rewind"
 )
 
 // SurfaceEligible reports whether events of type t may carry a surface op.
 func SurfaceEligible(t string) bool {
 	switch t {
-	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeContextMessage, TypeSteeringMessage:
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeContextMessage, TypeSteeringMessage, TypeRewind:
 		return true
 	}
 	return false

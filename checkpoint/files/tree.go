@@ -302,3 +302,7 @@ func mustJSON(v any) []byte {
 func sortEntries(ents []Entry) {
 	slices.SortFunc(ents, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 }
+
+// ExtraEntries reads the extra files of a checkpoint (its Extras tree):
+// entries named by absolute path.
+func (s *Store) ExtraEntries(h Hash) ([]Entry, error) { return s.extras(h) }

@@ -34,11 +34,12 @@ const (
 	Subagent
 	Hook
 	Permission
+	Checkpoint
 	count
 )
 
 var names = [count]string{"turn", "step", "user", "assistant", "tool", "context", "steering", "prompt", "approval",
-	"compact", "subagent", "hook", "permission"}
+	"compact", "subagent", "hook", "permission", "checkpoint"}
 
 // String is the namespace as it appears in event types.
 func (n Namespace) String() string {
@@ -89,6 +90,9 @@ var (
 	Hooks = token("the hooks bridge", Hook)
 	// Permissions records decisions, session rules and mode changes.
 	Permissions = token("the permission checker", Permission)
+	// Checkpoints records workspace checkpoints and rewinds and, for a
+	// rewind of an idle session, the one-shot turn that holds it.
+	Checkpoints = token("the checkpoint capability", Checkpoint, Turn)
 )
 
 // Fixtures may write every namespace. Only test fixtures that build whole
@@ -98,6 +102,7 @@ var Fixtures = &Token{name: "test fixtures", may: 1<<count - 1}
 var owners = [count]*Token{
 	Turn: Loop, Step: Loop, User: Loop, Assistant: Loop, Tool: Loop, Context: Loop, Steering: Loop, Prompt: Loop,
 	Approval: Loop, Compact: Compaction, Subagent: Subagents, Hook: Hooks, Permission: Permissions,
+	Checkpoint: Checkpoints,
 }
 
 // Owner is the capability that owns namespace n.
@@ -144,6 +149,8 @@ func Of(typ string) (Namespace, bool) {
 		return Hook, true
 	case "permission":
 		return Permission, true
+	case "checkpoint":
+		return Checkpoint, true
 	}
 	return 0, false
 }
