@@ -330,3 +330,28 @@ func TestCostFromPriceTable(t *testing.T) {
 		t.Fatalf("overridden cost %v, model usage %v", got, m)
 	}
 }
+
+// --debug logs debug records (here: each hook run, what hook authors use
+// it for) to stderr and the log file, never to stdout: a stream-json
+// reader sees only its JSON lines.
+func TestDebugFlag(t *testing.T) {
+	e := newEnv(t, func(fakeanthropic.Request) fakeanthropic.Reply { return fakeanthropic.Reply{Text: "ok"} })
+	hook := `{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"true"}]}]}}`
+	if err := os.WriteFile(filepath.Join(e.home, "settings.json"), []byte(hook), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.dsh("", "-p", "--debug", "--output-format", "stream-json", "--verbose", "hi")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "level=DEBUG") || !strings.Contains(r.stderr, "hook ran") {
+		t.Fatalf("no debug record on stderr:\n%s", r.stderr)
+	}
+	ls := lines(t, r.stdout) // fails on any line that is not JSON
+	if last := ls[len(ls)-1]; last["type"] != "result" || last["result"] != "ok" {
+		t.Fatalf("last line %v", last)
+	}
+	if quiet := e.dsh("", "-p", "hi"); quiet.code != 0 || strings.Contains(quiet.stderr, "level=") {
+		t.Fatalf("without --debug: exit %d, stderr %q", quiet.code, quiet.stderr)
+	}
+}
