@@ -59,14 +59,8 @@ type Commands struct {
 	builtins []*Command
 
 	mu     sync.Mutex
-	cache  map[string]*cachedSet
+	cache  filestamp.Cache[*Set]
 	active map[session.ID]*turn
-}
-
-type cachedSet struct {
-	set     *Set
-	trusted bool
-	stamps  filestamp.Set
 }
 
 // turn is a command's hold on the turn that runs it.
@@ -96,7 +90,7 @@ func Plugin(cfg Config) core.Plugin {
 		if loc.CodexHome == "" {
 			loc.CodexHome = h.Site.Env("CODEX_HOME")
 		}
-		c := &Commands{h: h, loc: loc, builtins: Builtins(), cache: map[string]*cachedSet{}, active: map[session.ID]*turn{}}
+		c := &Commands{h: h, loc: loc, builtins: Builtins(), active: map[session.ID]*turn{}}
 		for _, d := range []func(){
 			h.Agents.Hub.PromptSubmit.Use(c.promptSubmit, kernel.Named("commands")),
 			h.Agents.Hub.Request.Use(c.request, kernel.Named("commands")),
@@ -145,20 +139,10 @@ func (c *Commands) Dirs(cwd string) []Dir {
 // For returns the commands of a working directory. The set is cached and
 // checked against the directories' and files' metadata on each call.
 func (c *Commands) For(cwd string) *Set {
-	trusted := c.h.Site.TrustedDir(cwd)
-	c.mu.Lock()
-	cs := c.cache[cwd]
-	c.mu.Unlock()
-	if cs != nil && cs.trusted == trusted && cs.stamps.Current() {
-		return cs.set
-	}
-	dirs := c.Dirs(cwd)
-	set := Load(c.builtins, dirs)
-	cs = &cachedSet{set: set, trusted: trusted, stamps: stampsOf(dirs)}
-	c.mu.Lock()
-	c.cache[cwd] = cs
-	c.mu.Unlock()
-	return set
+	return c.cache.Get(cwd, c.h.Site.TrustedDir(cwd), func() (*Set, filestamp.Set) {
+		dirs := c.Dirs(cwd)
+		return Load(c.builtins, dirs), stampsOf(dirs)
+	})
 }
 
 // stampsOf records the directories and files a set was read from.

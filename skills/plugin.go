@@ -50,14 +50,8 @@ type Skills struct {
 	loc Locations
 
 	mu     sync.Mutex
-	cache  map[string]*cachedSet
+	cache  filestamp.Cache[*Set]
 	active map[session.ID][]func() // releases of active skills' grants
-}
-
-type cachedSet struct {
-	set     *Set
-	trusted bool
-	stamps  filestamp.Set
 }
 
 // Plugin is the skills capability: the skill index in the system prompt,
@@ -76,7 +70,7 @@ func Plugin(cfg Config) core.Plugin {
 		if loc.DSHHome == "" {
 			loc.DSHHome = h.Site.Home
 		}
-		s := &Skills{h: h, loc: loc, cache: map[string]*cachedSet{}, active: map[session.ID][]func(){}}
+		s := &Skills{h: h, loc: loc, active: map[session.ID][]func(){}}
 		cwdOf := func(ctx context.Context) string {
 			if a, ok := agent.FromContext(ctx); ok {
 				if c := a.Session().Cwd(); c != "" {
@@ -125,20 +119,10 @@ func (s *Skills) Dirs(cwd string) []Dir {
 // For returns the skills of a working directory, cached and checked
 // against the folders' metadata on each call.
 func (s *Skills) For(cwd string) *Set {
-	trusted := s.h.Site.TrustedDir(cwd)
-	s.mu.Lock()
-	cs := s.cache[cwd]
-	s.mu.Unlock()
-	if cs != nil && cs.trusted == trusted && cs.stamps.Current() {
-		return cs.set
-	}
-	dirs := s.Dirs(cwd)
-	set := Load(dirs)
-	cs = &cachedSet{set: set, trusted: trusted, stamps: stampsOf(dirs)}
-	s.mu.Lock()
-	s.cache[cwd] = cs
-	s.mu.Unlock()
-	return set
+	return s.cache.Get(cwd, s.h.Site.TrustedDir(cwd), func() (*Set, filestamp.Set) {
+		dirs := s.Dirs(cwd)
+		return Load(dirs), stampsOf(dirs)
+	})
 }
 
 // stampsOf records the directories, skill folders and SKILL.md files.

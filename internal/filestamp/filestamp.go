@@ -4,7 +4,10 @@
 // again at every step.
 package filestamp
 
-import "os"
+import (
+	"os"
+	"sync"
+)
 
 // Stamp is one path's metadata when it was seen (nil info: it did not
 // exist).
@@ -49,4 +52,38 @@ func (ss Set) Current() bool {
 		}
 	}
 	return true
+}
+
+// Cache keeps one loaded value per key (a working directory), with the
+// stamps of the files it was read from and the trust decision it was read
+// under: Get loads again when either changed. Commands and skills share it
+// so their "re-read only what moved" rule is one rule.
+type Cache[T any] struct {
+	mu sync.Mutex
+	m  map[string]cached[T]
+}
+
+type cached[T any] struct {
+	value   T
+	trusted bool
+	stamps  Set
+}
+
+// Get returns key's value, calling load (outside the lock) when there is
+// none yet, trust changed, or a stamp is no longer current.
+func (c *Cache[T]) Get(key string, trusted bool, load func() (T, Set)) T {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && e.trusted == trusted && e.stamps.Current() {
+		return e.value
+	}
+	v, stamps := load()
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]cached[T]{}
+	}
+	c.m[key] = cached[T]{value: v, trusted: trusted, stamps: stamps}
+	c.mu.Unlock()
+	return v
 }
