@@ -23,6 +23,7 @@ type Adapter struct {
 	cfg    Config
 	client sse.Client
 	url    string
+	wire   llm.WireCache[encoded]
 }
 
 // New returns an adapter for cfg.

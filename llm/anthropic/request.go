@@ -3,23 +3,11 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/dshq/dsh/llm"
 )
-
-type wireRequest struct {
-	Model         string          `json:"model"`
-	MaxTokens     int             `json:"max_tokens"`
-	System        []wireBlock     `json:"system,omitempty"`
-	Messages      []wireMessage   `json:"messages"`
-	Tools         []wireTool      `json:"tools,omitempty"`
-	ToolChoice    *toolChoice     `json:"tool_choice,omitempty"`
-	Temperature   *float64        `json:"temperature,omitempty"`
-	StopSequences []string        `json:"stop_sequences,omitempty"`
-	Thinking      *thinkingConfig `json:"thinking,omitempty"`
-	Stream        bool            `json:"stream"`
-}
 
 type thinkingConfig struct {
 	Type         string `json:"type"`
@@ -40,11 +28,6 @@ type wireTool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"input_schema"`
 	CacheControl *cacheControl   `json:"cache_control,omitempty"`
-}
-
-type wireMessage struct {
-	Role    string      `json:"role"`
-	Content []wireBlock `json:"content"`
 }
 
 type wireBlock struct {
@@ -94,39 +77,158 @@ func cacheOf(hint string) *cacheControl {
 // maxBreakpoints is Anthropic's limit on cache_control markers.
 const maxBreakpoints = 4
 
-// RequestBody returns the JSON body the adapter sends for req.
+// head and tail are the request's fields before and after "messages", in
+// wire order. The messages between them are spliced from per-block
+// encodings the wire cache keeps, so a request costs its new messages, not
+// its whole history (see docs/rfc: the wire cache).
+type head struct {
+	Model     string      `json:"model"`
+	MaxTokens int         `json:"max_tokens"`
+	System    []wireBlock `json:"system,omitempty"`
+}
+
+type tail struct {
+	Tools         []wireTool      `json:"tools,omitempty"`
+	ToolChoice    *toolChoice     `json:"tool_choice,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Thinking      *thinkingConfig `json:"thinking,omitempty"`
+	Stream        bool            `json:"stream"`
+}
+
+// encoded is one history message in wire form: the blocks of a user or
+// assistant message, or the system blocks a system message contributes.
+type encoded struct {
+	role   string // "user", "assistant", "system", or "" (a role the API has no use for)
+	blocks []encBlock
+	system []wireBlock
+	err    error
+}
+
+// encBlock is one content block as json.Marshal writes it. Where the block
+// pair merges with its neighbours and which cache markers survive depend
+// on the whole request, so those are decided per request; the bytes are
+// not.
+type encBlock struct {
+	json     []byte
+	wire     *wireBlock // kept only when markers > 0, to re-encode without some
+	markers  int        // cache_control markers in it: its own and its content's
+	result   bool       // a tool_result (the API wants those first in a user message)
+	thinking bool       // never carries the automatic breakpoint
+}
+
+func encodeBlocks(wbs []wireBlock) ([]encBlock, error) {
+	out := make([]encBlock, len(wbs))
+	for i := range wbs {
+		b, err := json.Marshal(wbs[i])
+		if err != nil {
+			return nil, err
+		}
+		e := encBlock{json: b, result: wbs[i].Type == "tool_result",
+			thinking: wbs[i].Type == "thinking" || wbs[i].Type == "redacted_thinking"}
+		if wbs[i].CacheControl != nil {
+			e.markers++
+		}
+		for _, c := range wbs[i].Content {
+			if c.CacheControl != nil {
+				e.markers++
+			}
+		}
+		if e.markers > 0 {
+			wb := wbs[i]
+			e.wire = &wb
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// encode is the wire cache's encoder: a message's wire form depends on the
+// message alone.
+func encode(m llm.Message, _ uint8) encoded {
+	var e encoded
+	switch m.Role {
+	case llm.RoleSystem:
+		e.role = "system"
+		for _, b := range m.Content {
+			if b.Type == llm.BlockText && !blank(b.Text) {
+				e.system = append(e.system, textBlock(b.Text, b.Cache))
+			}
+		}
+		return e
+	case llm.RoleUser:
+		e.role = "user"
+		e.blocks, e.err = encodeBlocks(userBlocks(m.Content))
+	case llm.RoleAssistant:
+		e.role = "assistant"
+		e.blocks, e.err = encodeBlocks(assistantBlocks(m.Content))
+	}
+	return e
+}
+
+// group is one wire message: consecutive history messages of one role,
+// merged (the API requires alternation).
+type group struct {
+	role   string
+	blocks []*encBlock
+}
+
+// autoMarker is the cache_control field the automatic breakpoint adds to
+// the last message's last block. It is wireBlock's last field, so it goes
+// just before the block's closing brace.
+const autoMarker = `,"cache_control":{"type":"ephemeral"}`
+
+// RequestBody returns the JSON body the adapter sends for req: exactly
+// what marshalling the whole request at once would write, built from the
+// session's cached message encodings plus the new messages.
 func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 	model := a.wireModel(req.Model)
-	w := wireRequest{
-		Model:         model,
-		MaxTokens:     a.maxTokens(model, req.MaxTokens),
-		Stream:        true,
-		StopSequences: req.Stop,
-		Temperature:   req.Temperature,
-	}
+	h := head{Model: model, MaxTokens: a.maxTokens(model, req.MaxTokens)}
+	t := tail{Stream: true, StopSequences: req.Stop, Temperature: req.Temperature}
 	if a.cfg.ThinkingBudget > 0 {
-		w.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: a.cfg.ThinkingBudget}
-		w.Temperature = nil
-		if w.MaxTokens <= a.cfg.ThinkingBudget {
-			w.MaxTokens = a.cfg.ThinkingBudget + DefaultMaxTokens
+		t.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: a.cfg.ThinkingBudget}
+		t.Temperature = nil
+		if h.MaxTokens <= a.cfg.ThinkingBudget {
+			h.MaxTokens = a.cfg.ThinkingBudget + DefaultMaxTokens
 		}
 	}
 	if !blank(req.System) {
-		w.System = append(w.System, textBlock(req.System, ""))
+		h.System = append(h.System, textBlock(req.System, ""))
 	}
-	msgs := make([]wireMessage, 0, len(req.Messages)+1)
-	for _, m := range req.Messages {
-		switch m.Role {
-		case llm.RoleSystem:
-			for _, b := range m.Content {
-				if b.Type == llm.BlockText && !blank(b.Text) {
-					w.System = append(w.System, textBlock(b.Text, b.Cache))
-				}
-			}
-		case llm.RoleUser:
-			msgs = append(msgs, wireMessage{Role: "user", Content: userBlocks(m.Content)})
-		case llm.RoleAssistant:
-			msgs = append(msgs, wireMessage{Role: "assistant", Content: assistantBlocks(m.Content)})
+	encs := a.wire.Encode(req.SessionID, req.Messages, nil, encode)
+	// One slice backs every group's blocks: a group only ever grows while
+	// it is the last one.
+	total := 0
+	for i := range encs {
+		total += len(encs[i].blocks)
+	}
+	flat := make([]*encBlock, 0, total+len(req.Prefill))
+	var groups []group
+	size := 0
+	add := func(role string, bs []encBlock) {
+		if len(bs) == 0 {
+			return
+		}
+		if n := len(groups); n == 0 || groups[n-1].role != role {
+			groups = append(groups, group{role: role, blocks: flat[len(flat):len(flat)]})
+		}
+		g := &groups[len(groups)-1]
+		for i := range bs {
+			g.blocks = append(g.blocks, &bs[i])
+			size += len(bs[i].json) + 1
+		}
+		flat = flat[:len(flat)+len(bs)]
+	}
+	for i := range encs {
+		e := &encs[i]
+		if e.err != nil {
+			return nil, e.err
+		}
+		switch e.role {
+		case "system":
+			h.System = append(h.System, e.system...)
+		case "user", "assistant":
+			add(e.role, e.blocks)
 		}
 	}
 	if len(req.Prefill) > 0 {
@@ -135,41 +237,163 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 			if b.Type != llm.BlockText {
 				continue
 			}
-			t := b.Text
+			txt := b.Text
 			if i == len(req.Prefill)-1 {
-				t = strings.TrimRight(t, " \t\r\n") // the API rejects trailing whitespace here
+				txt = strings.TrimRight(txt, " \t\r\n") // the API rejects trailing whitespace here
 			}
-			if !blank(t) {
-				pre = append(pre, textBlock(t, ""))
+			if !blank(txt) {
+				pre = append(pre, textBlock(txt, ""))
 			}
 		}
-		msgs = append(msgs, wireMessage{Role: "assistant", Content: pre})
+		bs, err := encodeBlocks(pre)
+		if err != nil {
+			return nil, err
+		}
+		add("assistant", bs)
 	}
-	w.Messages = mergeMessages(msgs)
+	for _, g := range groups {
+		if g.role == "user" {
+			// Tool results first, each side in its order.
+			slices.SortStableFunc(g.blocks, func(x, y *encBlock) int {
+				switch {
+				case x.result == y.result:
+					return 0
+				case x.result:
+					return -1
+				}
+				return 1
+			})
+		}
+	}
 
-	for _, t := range req.Tools {
-		params := bytes.TrimSpace(t.Parameters)
+	for _, tl := range req.Tools {
+		params := bytes.TrimSpace(tl.Parameters)
 		if len(params) == 0 || string(params) == "null" {
 			params = []byte(`{"type":"object","properties":{}}`)
 		}
 		if !json.Valid(params) {
-			return nil, a.client.Errorf(llm.CodeBadRequest, "tool %q: parameters are not valid JSON", t.Name)
+			return nil, a.client.Errorf(llm.CodeBadRequest, "tool %q: parameters are not valid JSON", tl.Name)
 		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: params})
+		t.Tools = append(t.Tools, wireTool{Name: tl.Name, Description: tl.Description, InputSchema: params})
 	}
-	if len(w.Tools) > 0 {
+	if len(t.Tools) > 0 {
 		switch req.ToolChoice {
 		case "":
 		case "auto", "none":
-			w.ToolChoice = &toolChoice{Type: req.ToolChoice}
+			t.ToolChoice = &toolChoice{Type: req.ToolChoice}
 		case "required":
-			w.ToolChoice = &toolChoice{Type: "any"}
+			t.ToolChoice = &toolChoice{Type: "any"}
 		default:
-			w.ToolChoice = &toolChoice{Type: "tool", Name: req.ToolChoice}
+			t.ToolChoice = &toolChoice{Type: "tool", Name: req.ToolChoice}
 		}
 	}
-	a.placeCacheBreakpoints(&w)
-	return json.Marshal(w)
+
+	// Cache breakpoints: at most four markers, counted in wire order
+	// (system, then messages, each block before its content); without any
+	// explicit hint, the end of the tools, of the system prompt and of the
+	// last message are marked, so an agent loop re-reads its growing
+	// prefix from the cache.
+	count := 0
+	for i := range h.System {
+		if h.System[i].CacheControl != nil {
+			if count++; count > maxBreakpoints {
+				h.System[i].CacheControl = nil
+			}
+		}
+	}
+	// stripped holds re-encodings of blocks that lost a marker to the limit.
+	var stripped map[*encBlock][]byte
+	for _, g := range groups {
+		for _, b := range g.blocks {
+			if b.markers == 0 {
+				continue
+			}
+			if count+b.markers <= maxBreakpoints {
+				count += b.markers
+				continue
+			}
+			wb := *b.wire
+			wb.Content = slices.Clone(wb.Content)
+			if wb.CacheControl != nil {
+				if count++; count > maxBreakpoints {
+					wb.CacheControl = nil
+				}
+			}
+			for k := range wb.Content {
+				if wb.Content[k].CacheControl != nil {
+					if count++; count > maxBreakpoints {
+						wb.Content[k].CacheControl = nil
+					}
+				}
+			}
+			js, err := json.Marshal(wb)
+			if err != nil {
+				return nil, err
+			}
+			if stripped == nil {
+				stripped = map[*encBlock][]byte{}
+			}
+			stripped[b] = js
+		}
+	}
+	var marked *encBlock // the block that gets the automatic breakpoint
+	if count == 0 && !a.cfg.NoAutoCache {
+		eph := &cacheControl{Type: "ephemeral"}
+		if n := len(t.Tools); n > 0 {
+			t.Tools[n-1].CacheControl = eph
+		}
+		if n := len(h.System); n > 0 {
+			h.System[n-1].CacheControl = eph
+		}
+		if n := len(groups); n > 0 {
+			bs := groups[n-1].blocks
+			for j := len(bs) - 1; j >= 0; j-- {
+				if !bs[j].thinking {
+					marked = bs[j]
+					break
+				}
+			}
+		}
+	}
+
+	hj, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	tj, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(hj)+len(tj)+size+len(groups)*len(`,{"role":"assistant","content":[]}`)+len(autoMarker))
+	out = append(out, hj[:len(hj)-1]...)
+	out = append(out, `,"messages":[`...)
+	for i, g := range groups {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"role":"`...)
+		out = append(out, g.role...)
+		out = append(out, `","content":[`...)
+		for j, b := range g.blocks {
+			if j > 0 {
+				out = append(out, ',')
+			}
+			js := b.json
+			if s, ok := stripped[b]; ok {
+				js = s
+			}
+			if b == marked {
+				out = append(out, js[:len(js)-1]...)
+				out = append(out, autoMarker...)
+				out = append(out, '}')
+				continue
+			}
+			out = append(out, js...)
+		}
+		out = append(out, ']', '}')
+	}
+	out = append(out, ']', ',')
+	return append(out, tj[1:]...), nil
 }
 
 func (a *Adapter) maxTokens(model string, requested int) int {
@@ -270,91 +494,4 @@ func toolInput(args string) json.RawMessage {
 		return raw
 	}
 	return json.RawMessage(`{}`)
-}
-
-// mergeMessages drops empty messages, merges consecutive messages of the
-// same role (the API requires alternation) and puts tool results first in
-// user messages (the API requires them before other content).
-func mergeMessages(in []wireMessage) []wireMessage {
-	out := in[:0:0]
-	for _, m := range in {
-		if len(m.Content) == 0 {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1].Role == m.Role {
-			out[n-1].Content = append(out[n-1].Content, m.Content...)
-			continue
-		}
-		out = append(out, wireMessage{Role: m.Role, Content: append([]wireBlock(nil), m.Content...)})
-	}
-	for i := range out {
-		if out[i].Role != "user" {
-			continue
-		}
-		c := out[i].Content
-		sorted := make([]wireBlock, 0, len(c))
-		for _, b := range c {
-			if b.Type == "tool_result" {
-				sorted = append(sorted, b)
-			}
-		}
-		for _, b := range c {
-			if b.Type != "tool_result" {
-				sorted = append(sorted, b)
-			}
-		}
-		out[i].Content = sorted
-	}
-	return out
-}
-
-// placeCacheBreakpoints keeps at most four cache_control markers; without
-// explicit hints it marks the end of the tools, of the system prompt and of
-// the last message, so an agent loop re-reads its growing prefix from the
-// cache.
-func (a *Adapter) placeCacheBreakpoints(w *wireRequest) {
-	count := 0
-	visit := func(cc **cacheControl) {
-		if *cc == nil {
-			return
-		}
-		count++
-		if count > maxBreakpoints {
-			*cc = nil
-		}
-	}
-	for i := range w.Tools {
-		visit(&w.Tools[i].CacheControl)
-	}
-	for i := range w.System {
-		visit(&w.System[i].CacheControl)
-	}
-	for i := range w.Messages {
-		for j := range w.Messages[i].Content {
-			b := &w.Messages[i].Content[j]
-			visit(&b.CacheControl)
-			for k := range b.Content {
-				visit(&b.Content[k].CacheControl)
-			}
-		}
-	}
-	if count > 0 || a.cfg.NoAutoCache {
-		return
-	}
-	eph := &cacheControl{Type: "ephemeral"}
-	if n := len(w.Tools); n > 0 {
-		w.Tools[n-1].CacheControl = eph
-	}
-	if n := len(w.System); n > 0 {
-		w.System[n-1].CacheControl = eph
-	}
-	if n := len(w.Messages); n > 0 {
-		c := w.Messages[n-1].Content
-		for j := len(c) - 1; j >= 0; j-- {
-			if c[j].Type != "thinking" && c[j].Type != "redacted_thinking" {
-				c[j].CacheControl = eph
-				break
-			}
-		}
-	}
 }

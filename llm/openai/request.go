@@ -8,21 +8,6 @@ import (
 	"github.com/dshq/dsh/llm"
 )
 
-type wireRequest struct {
-	Model               string          `json:"model"`
-	Messages            []wireMessage   `json:"messages"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
-	Thinking            *thinking       `json:"thinking,omitempty"`
-	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
-	Tools               []wireTool      `json:"tools,omitempty"`
-	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	MaxTokens           int             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Stop                []string        `json:"stop,omitempty"`
-}
-
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
@@ -74,11 +59,40 @@ type wireToolFunc struct {
 
 const noOutput = "(no output)"
 
-// RequestBody returns the JSON body the adapter sends for req.
+// head and tail are the request's fields before and after "messages", in
+// wire order. The messages between them are spliced from the encodings the
+// wire cache keeps, so a request costs its new messages, not its whole
+// history.
+type head struct {
+	Model string `json:"model"`
+}
+
+type tail struct {
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+	Thinking            *thinking       `json:"thinking,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
+	Tools               []wireTool      `json:"tools,omitempty"`
+	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+}
+
+// encoded is the wire form of one history message: the comma-separated
+// wire messages it becomes (none, one, or a tool message per result plus
+// the user's own).
+type encoded struct {
+	json []byte
+	err  error
+}
+
+// RequestBody returns the JSON body the adapter sends for req: exactly
+// what marshalling the whole request at once would write, built from the
+// session's cached message encodings plus the new messages.
 func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
-	w := wireRequest{
-		Model:       a.wireModel(req.Model),
-		Messages:    a.messages(req),
+	w := tail{
 		Stream:      true,
 		Temperature: req.Temperature,
 		Stop:        req.Stop,
@@ -118,7 +132,56 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 				"type": "function", "function": map[string]string{"name": req.ToolChoice}})
 		}
 	}
-	return json.Marshal(w)
+	hj, err := json.Marshal(head{Model: a.wireModel(req.Model)})
+	if err != nil {
+		return nil, err
+	}
+	tj, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	// Which assistant messages replay their reasoning depends on where the
+	// latest prompt is: it is the encoding's variant.
+	replay := ReplayMask(req.Messages, a.cfg.ReasoningReplay)
+	var variant func(int) uint8
+	if replay != nil {
+		variant = func(i int) uint8 {
+			if replay[i] {
+				return 1
+			}
+			return 0
+		}
+	}
+	encs := a.wire.Encode(req.SessionID, req.Messages, variant, a.encode)
+	size := len(hj) + len(tj) + len(req.System) + 64
+	for _, e := range encs {
+		if e.err != nil {
+			return nil, e.err
+		}
+		size += len(e.json) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, hj[:len(hj)-1]...)
+	out = append(out, `,"messages":[`...)
+	first := true
+	if req.System != "" {
+		sys, err := json.Marshal(wireMessage{Role: "system", Content: req.System})
+		if err != nil {
+			return nil, err
+		}
+		out, first = append(out, sys...), false
+	}
+	for _, e := range encs {
+		if len(e.json) == 0 {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		out, first = append(out, e.json...), false
+	}
+	out = append(out, ']', ',')
+	return append(out, tj[1:]...), nil
 }
 
 func (a *Adapter) badRequest(format string, args ...any) *llm.Error {
@@ -133,27 +196,34 @@ func (a *Adapter) wireModel(ref string) string {
 	return ref
 }
 
-func (a *Adapter) messages(req *llm.Request) []wireMessage {
-	out := make([]wireMessage, 0, len(req.Messages)+1)
-	if req.System != "" {
-		out = append(out, wireMessage{Role: "system", Content: req.System})
-	}
-	replay := ReplayMask(req.Messages, a.cfg.ReasoningReplay)
-	for i, m := range req.Messages {
-		switch m.Role {
-		case llm.RoleSystem:
-			if t := llm.TextOf(m.Content); t != "" {
-				out = append(out, wireMessage{Role: "system", Content: t})
-			}
-		case llm.RoleUser:
-			out = a.userMessages(out, m)
-		case llm.RoleAssistant:
-			if wm, ok := assistantMessage(m, replay != nil && replay[i]); ok {
-				out = append(out, wm)
-			}
+// encode is the wire cache's encoder: variant 1 is an assistant message
+// that replays its reasoning.
+func (a *Adapter) encode(m llm.Message, variant uint8) encoded {
+	var wms []wireMessage
+	switch m.Role {
+	case llm.RoleSystem:
+		if t := llm.TextOf(m.Content); t != "" {
+			wms = append(wms, wireMessage{Role: "system", Content: t})
+		}
+	case llm.RoleUser:
+		wms = a.userMessages(nil, m)
+	case llm.RoleAssistant:
+		if wm, ok := assistantMessage(m, variant == 1); ok {
+			wms = append(wms, wm)
 		}
 	}
-	return out
+	var e encoded
+	for i, wm := range wms {
+		b, err := json.Marshal(wm)
+		if err != nil {
+			return encoded{err: err}
+		}
+		if i > 0 {
+			e.json = append(e.json, ',')
+		}
+		e.json = append(e.json, b...)
+	}
+	return e
 }
 
 // userMessages appends one role:"tool" message per tool result (first, so
