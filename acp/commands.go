@@ -18,6 +18,7 @@ import (
 // (available_commands_update). They run in the server, not the model.
 var slashCommands = []struct{ name, desc, hint string }{
 	{"compact", "Summarize the conversation so far to free context", "what the summary should focus on (optional)"},
+	{"rewind", "Take the files and/or the conversation back to before an earlier turn (no turn: list them)", "TURN [code|chat|both] [dry-run] [force|skip-conflicts]"},
 }
 
 // availableCommands are the server's commands and, after them, the
@@ -95,6 +96,8 @@ func (r *sess) say(text string) {
 
 func (r *sess) runCommand(ctx context.Context, p *promptSlot, name, arg string) (sdk.PromptResponse, error) {
 	switch name {
+	case "rewind":
+		return r.rewind(ctx, p, arg)
 	case "compact":
 		c := r.ws.app.Compactor
 		if c == nil {

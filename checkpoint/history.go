@@ -158,14 +158,14 @@ func readHistory(s *session.Session) history {
 func (h history) target(t Target) (turnRec, mark, int64, error) {
 	tr, ok := h.turn(t.Turn)
 	if !ok {
-		return tr, mark{}, 0, fmt.Errorf("checkpoint: the session has no turn %d", t.Turn)
+		return tr, mark{}, 0, fmt.Errorf("%w: the session has no turn %d", ErrNoPoint, t.Turn)
 	}
 	at, seq := AtTurn, tr.seq
 	if t.Step > 1 {
 		at = AtStep
 		s, ok := tr.steps[t.Step]
 		if !ok {
-			return tr, mark{}, 0, fmt.Errorf("checkpoint: turn %d has no step %d", t.Turn, t.Step)
+			return tr, mark{}, 0, fmt.Errorf("%w: turn %d has no step %d", ErrNoPoint, t.Turn, t.Step)
 		}
 		seq = s
 	}
@@ -175,9 +175,9 @@ func (h history) target(t Target) (turnRec, mark, int64, error) {
 		}
 	}
 	if at == AtStep {
-		return tr, mark{}, seq, fmt.Errorf("checkpoint: step %d of turn %d changed nothing, so it has no checkpoint (rewind to a step that ran a tool, or to the turn)", t.Step, t.Turn)
+		return tr, mark{}, seq, fmt.Errorf("%w: step %d of turn %d changed nothing, so it has no checkpoint (rewind to a step that ran a tool, or to the turn)", ErrNoPoint, t.Step, t.Turn)
 	}
-	return tr, mark{}, seq, fmt.Errorf("checkpoint: turn %d has no checkpoint (checkpoints were off, or it was recorded by an older dsh): only the conversation can be rewound there", t.Turn)
+	return tr, mark{}, seq, fmt.Errorf("%w: turn %d has no checkpoint (checkpoints were off, or it was recorded by an older dsh): only the conversation can be rewound there", ErrNoPoint, t.Turn)
 }
 
 // foreign lists the stretches after position from in which someone other

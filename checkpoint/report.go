@@ -188,6 +188,10 @@ func (r Report) Text() string {
 	return b.String()
 }
 
+// ActionWord names what a rewind does to a path, for people and wire
+// formats: restore (recreate), revert, remove, mkdir, rmdir, chmod.
+func ActionWord(a files.Action) string { return actionWord(a) }
+
 func actionWord(a files.Action) string {
 	switch a.Do {
 	case files.Write:

@@ -68,6 +68,9 @@ var (
 	ErrConflicts = errors.New("checkpoint: files changed since the agent's checkpoint would be overwritten")
 	// ErrCompacted: the target's conversation was compacted into a summary.
 	ErrCompacted = errors.New("checkpoint: the conversation at that point is no longer in the history (compacted into a summary, or rewound past)")
+	// ErrNoPoint: the target names no turn or step of the session, or one
+	// without the checkpoint a code rewind needs.
+	ErrNoPoint = errors.New("checkpoint: no such rewind point")
 )
 
 // RestoreStart is the payload of checkpoint/restore-start.

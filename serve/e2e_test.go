@@ -314,8 +314,11 @@ func TestServeAPI(t *testing.T) {
 	if fp, err := c.Events(ctx, fork.ID, 0, 0); err != nil || len(fp.Events) != len(turn1) {
 		t.Fatalf("fork of 1 turn has %d events, want %d (%v)", len(fp.Events), len(turn1), err)
 	}
-	if err := c.Do(ctx, "POST", "/v1/sessions/"+string(s1.ID)+"/rewind", nil, nil); client.StatusOf(err) != http.StatusNotImplemented {
-		t.Fatalf("rewind: %v", err)
+	if pts, err := c.RewindPoints(ctx, s1.ID); err != nil || len(pts.Points) < 3 || pts.Points[0].Prompt != "say hello" {
+		t.Fatalf("rewind points: %v %+v", err, pts)
+	}
+	if _, err := c.Rewind(ctx, s1.ID, api.Rewind{To: "1", Scope: "sideways"}); client.StatusOf(err) != http.StatusBadRequest {
+		t.Fatalf("rewind with a bad scope: %v", err)
 	}
 
 	// Workspaces: a scoped token sees and creates only under its own, and

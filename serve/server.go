@@ -216,6 +216,7 @@ func (s *Server) routes() []route {
 		{"POST", "/v1/sessions/{id}/steer", api.AccessFull, s.steer},
 		{"POST", "/v1/sessions/{id}/cancel", api.AccessFull, s.cancel},
 		{"POST", "/v1/sessions/{id}/fork", api.AccessFull, s.fork},
+		{"GET", "/v1/sessions/{id}/rewind", api.AccessRead, s.rewindPoints},
 		{"POST", "/v1/sessions/{id}/rewind", api.AccessFull, s.rewind},
 		{"POST", "/v1/sessions/{id}/mode", api.AccessFull, s.setMode},
 		{"GET", "/v1/sessions/{id}/events", api.AccessRead, s.events},

@@ -17,6 +17,8 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/checkpoint"
+	"github.com/dshq/dsh/checkpoint/files"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/internal/claudemsg"
 	"github.com/dshq/dsh/kernel"
@@ -922,12 +924,150 @@ func firstTurns(events []session.Event, n int) []session.Event {
 	return events
 }
 
+// rewind takes a session's code, conversation or both back to before an
+// earlier turn (checkpoint.Checkpoints.Rewind, the one every front door
+// uses): 200 with what was done, 409 with the same result when files
+// someone else changed refuse it, 409 while a turn runs.
 func (s *Server) rewind(w http.ResponseWriter, r *http.Request, c *call) {
-	if _, err := s.find(r.Context(), c.tok, r.PathValue("id")); err != nil {
+	ctx := r.Context()
+	var req api.Rewind
+	if err := decode(r, &req); err != nil {
 		s.fail(w, err)
 		return
 	}
-	s.fail(w, errorf(http.StatusNotImplemented, api.CodeNotImplemented, "rewind is not available in this build yet (fork from an earlier turn instead: POST /v1/sessions/{id}/fork with turns)"))
+	cr, err := rewindRequest(req)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	e, a, cps, err := s.checkpointed(ctx, c, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	sess := a.Session()
+	seq := int64(sess.Len())
+	rep, err := cps.Rewind(ctx, sess, cr)
+	res := rewindResult(e.id, req, rep, seq)
+	switch {
+	case errors.Is(err, checkpoint.ErrConflicts):
+		res.Refused = "conflicts"
+		writeJSON(w, http.StatusConflict, res)
+		return
+	case errors.Is(err, checkpoint.ErrBusy), errors.Is(err, checkpoint.ErrCompacted):
+		s.fail(w, errorf(http.StatusConflict, api.CodeConflict, "%v", err))
+		return
+	case errors.Is(err, checkpoint.ErrNoPoint):
+		s.fail(w, badRequest("to: %v", err))
+		return
+	case err != nil:
+		s.fail(w, err)
+		return
+	}
+	e.touch()
+	writeJSON(w, http.StatusOK, res)
+}
+
+// rewindPoints lists the turns a session can be rewound to.
+func (s *Server) rewindPoints(w http.ResponseWriter, r *http.Request, c *call) {
+	_, a, cps, err := s.checkpointed(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	pts, err := cps.Points(a.Session())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := api.RewindPoints{Points: []api.RewindPoint{}}
+	for _, p := range pts {
+		v := api.RewindPoint{Turn: p.Target.Turn, Prompt: p.Prompt, Code: p.Code, Steps: p.Steps, Summary: p.Summary(), Changes: []api.RewindChange{}}
+		for _, ch := range p.Changes {
+			if ch.Old.Kind == files.Dir || ch.New.Kind == files.Dir {
+				continue
+			}
+			v.Changes = append(v.Changes, api.RewindChange{Path: ch.Path, Op: ch.Op()})
+		}
+		out.Points = append(out.Points, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// checkpointed finds a session, loads it and its workspace's checkpoints.
+func (s *Server) checkpointed(ctx context.Context, c *call, id string) (*entry, agent.Agent, *checkpoint.Checkpoints, error) {
+	e, err := s.find(ctx, c.tok, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	a, err := e.live(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e.mu.Lock()
+	ws := e.ws
+	e.mu.Unlock()
+	if ws == nil || ws.app == nil || ws.app.Checkpoints == nil {
+		return nil, nil, nil, errorf(http.StatusConflict, api.CodeConflict, "rewind is not available in this workspace: the checkpoints plugin is switched off (enabledPlugins)")
+	}
+	return e, a, ws.app.Checkpoints, nil
+}
+
+func rewindRequest(req api.Rewind) (checkpoint.Request, error) {
+	var cr checkpoint.Request
+	if req.To == "" {
+		return cr, badRequest("to: the turn to rewind to is missing (GET this route lists them)")
+	}
+	t, err := checkpoint.ParseTarget(req.To)
+	if err != nil {
+		return cr, badRequest("to: %v", err)
+	}
+	cr.To = t
+	switch req.Scope {
+	case api.RewindCode:
+		cr.Code = true
+	case api.RewindChat:
+		cr.Chat = true
+	case api.RewindBoth, "":
+		cr.Code, cr.Chat = true, true
+	default:
+		return cr, badRequest("scope: %q is not code, chat or both", req.Scope)
+	}
+	if req.Force && req.SkipConflicts {
+		return cr, badRequest("force and skipConflicts exclude each other")
+	}
+	cr.DryRun, cr.Force, cr.SkipConflicts = req.DryRun, req.Force, req.SkipConflicts
+	return cr, nil
+}
+
+func rewindResult(id session.ID, req api.Rewind, rep checkpoint.Report, seq int64) api.RewindResult {
+	scope := req.Scope
+	if scope == "" {
+		scope = api.RewindBoth
+	}
+	res := api.RewindResult{Session: id, To: rep.Request.To.String(), Scope: scope, DryRun: req.DryRun, Done: rep.Done, Prompt: rep.Prompt,
+		Files: []api.RewindFile{}, Skipped: []api.RewindFile{}, Conflicts: []api.RewindConflict{}, Diff: rep.Diff,
+		Hidden: rep.Shadowed, Interrupted: rep.Interrupted, Text: rep.Text(), Seq: seq}
+	state := map[string][2]string{}
+	if rep.Applied != nil {
+		for _, f := range rep.Applied.Left {
+			state[f.Path] = [2]string{"left", ""}
+		}
+		for _, f := range rep.Applied.Failed {
+			state[f.Path] = [2]string{"failed", f.Err.Error()}
+		}
+	}
+	for _, a := range rep.Actions {
+		st := state[a.Path]
+		res.Files = append(res.Files, api.RewindFile{Path: a.Path, Action: checkpoint.ActionWord(a), State: st[0], Error: st[1]})
+	}
+	for _, sk := range rep.Skipped {
+		res.Skipped = append(res.Skipped, api.RewindFile{Path: sk.Path, Op: sk.Op(), Why: sk.Why})
+	}
+	for _, cf := range rep.Conflicts {
+		res.Conflicts = append(res.Conflicts, api.RewindConflict{Path: cf.Path, Op: cf.Op, Diff: cf.Diff})
+	}
+	return res
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request, c *call) {

@@ -166,14 +166,24 @@ async function main() {
         rec.answer = () => answers.shift() ?? "reject_once";
         const from = rec.list(id).length; // after the replay
         out.stops = [];
+        out.said = []; // the agent's text during each prompt
         for (const p of JSON.parse(process.env.PROMPTS ?? "[]")) {
+          const before = rec.list(id).length;
           out.stops.push((await conn.prompt({ sessionId: id, prompt: text(p) })).stopReason);
+          out.said.push(chunks(rec.list(id).slice(before)).join(""));
         }
         out.permissionRequests = rec.permissionRequests.map((p) => ({
           toolCallId: p.toolCall.toolCallId,
+          title: p.toolCall.title ?? null,
           kinds: p.options.map((o) => o.kind),
+          optionIds: p.options.map((o) => o.optionId),
+          text: (p.toolCall.content ?? []).map((c) => c.content?.text ?? "").join(""),
           sessionRules: p.toolCall._meta?.dsh?.sessionRules ?? null,
         }));
+        out.commands = rec
+          .list(id)
+          .filter((u) => u.sessionUpdate === "available_commands_update")
+          .flatMap((u) => u.availableCommands.map((c) => ({ name: c.name, hint: c.input?.hint ?? null })));
         const live = rec.list(id).slice(from);
         out.statuses = {};
         for (const u of live) {

@@ -160,6 +160,96 @@ type Fork struct {
 	Turns int `json:"turns,omitempty"`
 }
 
+// Rewind is POST /v1/sessions/{id}/rewind: take the session back to
+// before turn To ("3", or "3.2" for step 2 of turn 3). Scope is "code",
+// "chat" or "both" (the default). Files someone else changed since the
+// agent's checkpoint refuse the rewind (409 with the result listing them)
+// unless Force (overwrite them) or SkipConflicts (restore the rest).
+type Rewind struct {
+	To            string `json:"to"`
+	Scope         string `json:"scope,omitempty"`
+	DryRun        bool   `json:"dryRun,omitempty"`
+	Force         bool   `json:"force,omitempty"`
+	SkipConflicts bool   `json:"skipConflicts,omitempty"`
+}
+
+// Rewind scopes.
+const (
+	RewindCode = "code"
+	RewindChat = "chat"
+	RewindBoth = "both"
+)
+
+// RewindResult answers a rewind: what it did (Done) or would do (a dry
+// run; Diff is then the unified diff), or why it refused (Refused:
+// "conflicts", with Conflicts). Text is the same report for people.
+type RewindResult struct {
+	Session   session.ID       `json:"session"`
+	To        string           `json:"to"`
+	Scope     string           `json:"scope"`
+	DryRun    bool             `json:"dryRun"`
+	Done      bool             `json:"done"`
+	Refused   string           `json:"refused,omitempty"`
+	Prompt    string           `json:"prompt,omitempty"`
+	Files     []RewindFile     `json:"files"`
+	Skipped   []RewindFile     `json:"skipped"`
+	Conflicts []RewindConflict `json:"conflicts"`
+	Diff      string           `json:"diff,omitempty"`
+	// Hidden counts the conversation entries the rewind hid from the
+	// model (the log keeps them).
+	Hidden      int      `json:"hidden"`
+	Interrupted []string `json:"interrupted,omitempty"`
+	Text        string   `json:"text"`
+	// Seq is the log's length before the rewind: a stream from it shows
+	// the rewind's events.
+	Seq int64 `json:"seq"`
+}
+
+// RewindFile is one file of a rewind: the action (restore, revert,
+// remove, mkdir, rmdir, chmod), or for a skipped one what changed (Op)
+// and why it is not restored; State is "" (done, or to do), "left" or
+// "failed" (Error).
+type RewindFile struct {
+	Path   string `json:"path"`
+	Action string `json:"action,omitempty"`
+	Op     string `json:"op,omitempty"`
+	Why    string `json:"why,omitempty"`
+	State  string `json:"state,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// RewindConflict is a file someone other than the agent changed since its
+// checkpoint, with what they changed (text files).
+type RewindConflict struct {
+	Path string `json:"path"`
+	Op   string `json:"op"`
+	Diff string `json:"diff,omitempty"`
+}
+
+// RewindPoints is GET /v1/sessions/{id}/rewind: the user turns the
+// session can be rewound to, oldest first.
+type RewindPoints struct {
+	Points []RewindPoint `json:"points"`
+}
+
+// RewindPoint is one turn: its prompt, whether its files can be rewound
+// (Code: it has a checkpoint), the later steps with checkpoints of their
+// own, and what it changed.
+type RewindPoint struct {
+	Turn    int            `json:"turn"`
+	Prompt  string         `json:"prompt"`
+	Code    bool           `json:"code"`
+	Steps   []int          `json:"steps,omitempty"`
+	Summary string         `json:"summary"`
+	Changes []RewindChange `json:"changes"`
+}
+
+// RewindChange is a path a turn changed and how.
+type RewindChange struct {
+	Path string `json:"path"`
+	Op   string `json:"op"`
+}
+
 // SetMode is POST /v1/sessions/{id}/mode.
 type SetMode struct {
 	PermissionMode string `json:"permissionMode"`

@@ -189,6 +189,39 @@ func (c *Client) Fork(ctx context.Context, id session.ID, turns int) (api.Sessio
 	return out, c.Do(ctx, "POST", "/v1/sessions/"+esc(id)+"/fork", api.Fork{Turns: turns}, &out)
 }
 
+// Rewind takes the session back to before an earlier turn. A rewind
+// refused because files someone else changed would be overwritten answers
+// the result (its Conflicts) with an *Error of status 409.
+func (c *Client) Rewind(ctx context.Context, id session.ID, r api.Rewind) (api.RewindResult, error) {
+	var out api.RewindResult
+	req, err := c.request(ctx, "POST", "/v1/sessions/"+esc(id)+"/rewind", r)
+	if err != nil {
+		return out, err
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusConflict {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		if json.Unmarshal(b, &out) == nil && out.Refused != "" {
+			return out, &Error{Status: resp.StatusCode, Code: api.CodeConflict, Message: "rewind refused (" + out.Refused + "): " + strings.TrimSpace(out.Text)}
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	if resp.StatusCode >= 400 {
+		return api.RewindResult{}, readError(resp)
+	}
+	return out, json.NewDecoder(resp.Body).Decode(&out)
+}
+
+// RewindPoints lists the turns the session can be rewound to.
+func (c *Client) RewindPoints(ctx context.Context, id session.ID) (api.RewindPoints, error) {
+	var out api.RewindPoints
+	return out, c.Do(ctx, "GET", "/v1/sessions/"+esc(id)+"/rewind", nil, &out)
+}
+
 // SetMode switches the session's permission mode.
 func (c *Client) SetMode(ctx context.Context, id session.ID, mode string) error {
 	return c.Do(ctx, "POST", "/v1/sessions/"+esc(id)+"/mode", api.SetMode{PermissionMode: mode}, nil)
