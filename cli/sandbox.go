@@ -83,10 +83,13 @@ func printStatus(w io.Writer, s *sbplugin.Service, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		hooks, mcp := s.Others()
 		return enc.Encode(struct {
 			Mode sandbox.Mode `json:"mode"`
 			sandbox.Status
-		}{mode, st})
+			Hooks string `json:"hooks"`
+			MCP   string `json:"mcp"`
+		}{mode, st, hooks, mcp})
 	}
 	enf := "yes"
 	if !st.Enforcing {
@@ -107,6 +110,8 @@ func printStatus(w io.Writer, s *sbplugin.Service, asJSON bool) error {
 		}
 		fmt.Fprintln(w, line)
 	}
+	hooks, mcp := s.Others()
+	fmt.Fprintf(w, "hook commands: %s\nstdio MCP servers: %s\n", hooks, mcp)
 	if !st.Enforcing {
 		fmt.Fprintln(w, "Commands still run with the layers that are on, and every command the permission layer would ask about asks.")
 	}

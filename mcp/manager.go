@@ -22,6 +22,7 @@ import (
 	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/prompt"
+	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -93,6 +94,16 @@ type Options struct {
 	Warn func(msg string)
 	// HTTPClient is the base client for http and sse servers.
 	HTTPClient *http.Client
+
+	// Sandbox and SandboxPolicy, when both are set (the settings'
+	// sandbox.mcp), start every stdio server through the kernel sandbox
+	// with the policy compiled for its working directory: a server is a
+	// third party's program reading the model's arguments, so it gets the
+	// walls the agent's own commands get. A nil policy means the sandbox
+	// helper cannot run here: the server then runs unconfined and the user
+	// is told so, once.
+	Sandbox       sandbox.Sandbox
+	SandboxPolicy func(cwd string) (*sandbox.Policy, error)
 
 	// CallTimeout bounds one tool call (a server's "timeout" overrides it).
 	CallTimeout time.Duration
@@ -694,6 +705,11 @@ func (m *Manager) Findings() []doctor.Finding {
 		switch s.State {
 		case StateConnected:
 			f.Message = fmt.Sprintf("connected (%s %s), %d tool(s)", s.Transport, s.Target, len(s.Tools))
+			if s.Sandbox != "" {
+				f.Message += ", sandboxed (" + string(s.Sandbox) + ")"
+			} else if s.Transport == TransportStdio {
+				f.Message += ", not sandboxed"
+			}
 		case StateIdle:
 			f.Severity, f.Message = doctor.Info, fmt.Sprintf("not started yet (%d cached tool(s)); it starts on its first call", len(s.Tools))
 		case StateConnecting:

@@ -8,6 +8,7 @@ import (
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/settings"
 )
 
@@ -43,14 +44,18 @@ func Plugin(cfg PluginConfig) core.Plugin {
 			environ = append(environ, k+"="+v)
 		}
 		log := h.Logger.With("component", "mcp")
-		m, err := New(Options{
+		o := Options{
 			Tools: h.Tools, Prompt: h.Prompt, Home: h.Site.Home, Cwd: h.Site.Cwd, Trusted: h.Site.TrustedDir,
 			Env:      func(k string) (string, bool) { v := h.Site.Env(k); return v, v != "" },
 			Environ:  environ,
 			Withhold: cfg.Withhold,
 			Logger:   log,
 			Warn:     h.Site.Warn,
-		})
+		}
+		if sb, ok := core.Lookup[*sandbox.Others](h); ok && sb.MCP != nil {
+			o.Sandbox, o.SandboxPolicy = sb.Sandbox, sb.MCP // sandbox.mcp: stdio servers run sandboxed
+		}
+		m, err := New(o)
 		if err != nil {
 			return fmt.Errorf("mcp: %w", err)
 		}

@@ -20,6 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -68,6 +69,9 @@ type ServerStatus struct {
 	Instructions string `json:"instructions,omitempty"`
 	// Session: added for a session (AddSessionServers) only.
 	Session bool `json:"session,omitempty"`
+	// Sandbox is the sandbox mode a running stdio server is confined in
+	// (sandbox.mcp); empty when it runs unconfined.
+	Sandbox sandbox.Mode `json:"sandbox,omitempty"`
 }
 
 // ToolStatus is one tool of a server.
@@ -128,7 +132,10 @@ type conn struct {
 	sess   *sdk.ClientSession
 	pid    int
 	stderr *tail
-	since  time.Time
+	// sandbox is the mode a stdio server runs in under the kernel
+	// sandbox (sandbox.mcp); empty when it is not sandboxed.
+	sandbox sandbox.Mode
+	since   time.Time
 	// grace is how long a failed call waits for the session to end
 	// before it counts as failed on a live connection: 0 when the
 	// transport reports the end of its read side (stdio) before the
@@ -376,10 +383,21 @@ func (s *server) connect() (*conn, error) {
 		cmd.Stderr = c.stderr
 		cmd.WaitDelay = 2 * time.Second
 		isolate(cmd)
+		pr, mode, err := s.confine(cmd)
+		if err != nil {
+			c.cancel()
+			return nil, err
+		}
+		c.sandbox = mode
 		transport = &stdioTransport{cmd: cmd, terminate: 2 * time.Second, logger: s.m.o.Logger.With(s.log()...), stderr: c.stderr, ended: c.end,
 			warn: func(line string) {
 				s.m.warn(fmt.Sprintf("mcp: server %q printed output that is not JSON-RPC on stdout (ignored; servers should log to stderr): %s", s.cfg.Name, line))
 			}}
+		if pr != nil {
+			transport.(*stdioTransport).sandbox = &sandboxEnd{pr: pr, warn: func(msg string) {
+				s.m.warn(fmt.Sprintf("mcp: server %q: the sandbox %s", s.cfg.Name, msg))
+			}}
+		}
 		c.grace = 0
 		defer func() {
 			if cmd.Process != nil {
@@ -420,6 +438,10 @@ func (s *server) connect() (*conn, error) {
 		c.cancel()
 		if st, ok := transport.(*stdioTransport); ok && st.cmd.Process != nil {
 			killGroup(st.cmd.Process.Pid)
+			// The SDK may not close a connection whose handshake failed:
+			// reap the server here (once, whoever asks first) so the
+			// sandbox's descriptors and proxy socket go with it.
+			st.reaper().reap()
 		}
 		if errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
 			err = fmt.Errorf("no answer to initialize within %s", s.m.o.ConnectTimeout)
@@ -832,6 +854,7 @@ func (s *server) status() ServerStatus {
 	}
 	if s.conn != nil {
 		st.PID = s.conn.pid
+		st.Sandbox = s.conn.sandbox
 	}
 	st.Tools = []ToolStatus{}
 	for i, d := range s.defs {

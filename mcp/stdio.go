@@ -35,6 +35,41 @@ type stdioTransport struct {
 	// never got that far kills it at once instead of waiting for it to
 	// exit (a server stuck before initialize would hold dsh's exit up).
 	ready atomic.Bool
+	// sandbox finishes a server run under the kernel sandbox (nil: not
+	// sandboxed).
+	sandbox *sandboxEnd
+
+	reapOnce sync.Once
+	reaped   *reaper
+}
+
+// reaper waits for the server process exactly once, whoever asks first
+// (closing the connection, or a failed handshake), and then finishes its
+// sandbox.
+type reaper struct {
+	once sync.Once
+	cmd  *exec.Cmd
+	sb   *sandboxEnd
+	done chan struct{}
+	err  error
+}
+
+func (t *stdioTransport) reaper() *reaper {
+	t.reapOnce.Do(func() { t.reaped = &reaper{cmd: t.cmd, sb: t.sandbox, done: make(chan struct{})} })
+	return t.reaped
+}
+
+// reap starts waiting (once) and returns a channel closed when the
+// process was reaped; err is then its Wait error.
+func (r *reaper) reap() <-chan struct{} {
+	r.once.Do(func() {
+		go func() {
+			r.err = r.cmd.Wait()
+			r.sb.done()
+			close(r.done)
+		}()
+	})
+	return r.done
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -47,13 +82,23 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 		return nil, err
 	}
 	if err := t.cmd.Start(); err != nil {
+		t.sandbox.done()
 		return nil, err
+	}
+	if t.sandbox != nil {
+		// The helper reports once every layer is in place; until then
+		// the server has not run.
+		if err := t.sandbox.pr.Started(); err != nil {
+			killGroup(t.cmd.Process.Pid)
+			<-t.reaper().reap()
+			return nil, err
+		}
 	}
 	r := &lineFilter{r: bufio.NewReaderSize(stdout, 64<<10), drop: t.dropped}
 	inner, err := (&sdk.IOTransport{
 		// Closing the connection closes stdin, not stdout.
 		Reader: io.NopCloser(r),
-		Writer: &procStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate, ready: &t.ready},
+		Writer: &procStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate, ready: &t.ready, reaper: t.reaper()},
 	}).Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -106,6 +151,7 @@ type procStdin struct {
 	stdin     io.WriteCloser
 	terminate time.Duration
 	ready     *atomic.Bool
+	reaper    *reaper
 }
 
 func (p *procStdin) Write(b []byte) (int, error) { return p.stdin.Write(b) }
@@ -118,14 +164,13 @@ func (p *procStdin) Close() error {
 		// It never answered initialize: nothing to shut down gracefully.
 		killGroup(p.cmd.Process.Pid)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+	done := p.reaper.reap()
 	wait := func() (error, bool) {
 		t := time.NewTimer(p.terminate)
 		defer t.Stop()
 		select {
-		case err := <-done:
-			return err, true
+		case <-done:
+			return p.reaper.err, true
 		case <-t.C:
 			return nil, false
 		}

@@ -14,9 +14,11 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/sandbox"
@@ -123,6 +125,11 @@ func Plugin(cfg Config) core.Plugin {
 		}
 		if err := core.Provide(h, scope, others); err != nil {
 			return err
+		}
+		if checks, ok := core.Lookup[*doctor.Registry](h); ok {
+			if err := scope.Add(checks.Add("sandbox", func(context.Context) []doctor.Finding { return s.Findings() })); err != nil {
+				return err
+			}
 		}
 		return core.Provide(h, scope, permission.Sandboxed(s.Confines))
 	}
@@ -349,4 +356,57 @@ func sessionOf(call tool.Call) string {
 		return call.Host.SessionID()
 	}
 	return ""
+}
+
+// Others says, for status and doctor, whether the commands dsh runs
+// besides bash calls are confined: hook commands (sandbox.hooks) and stdio
+// MCP servers (sandbox.mcp), each "sandboxed (MODE)" or why not.
+func (s *Service) Others() (hooks, mcp string) {
+	say := func(on bool, key string) string {
+		m := s.DefaultMode()
+		switch {
+		case !on:
+			return "not sandboxed (" + key + " is off)"
+		case !m.Confines():
+			return "not confined (" + key + " is on, but the mode is " + string(m) + ")"
+		case !s.Status().Active(sandbox.LayerReaper):
+			return "NOT sandboxed: " + key + " is on, but the sandbox helper cannot run here (" + s.Status().Reason + ")"
+		case !s.Status().Enforcing:
+			return "sandboxed (" + string(m) + "), but NOT enforced: " + s.Status().Reason
+		}
+		return "sandboxed (" + string(m) + ")"
+	}
+	return say(s.cfg.Hooks, "sandbox.hooks"), say(s.cfg.MCP, "sandbox.mcp")
+}
+
+// Findings are the sandbox's part of dsh doctor: whether the kernel
+// enforces the mode here, and whether hooks and stdio MCP servers run in
+// it.
+func (s *Service) Findings() []doctor.Finding {
+	st := s.Status()
+	m := s.DefaultMode()
+	f := doctor.Finding{Subject: "kernel sandbox", Severity: doctor.OK}
+	switch {
+	case !m.Confines():
+		f.Severity, f.Message = doctor.Warning, fmt.Sprintf("mode %s: commands are not confined", m)
+		f.Fix = "set sandbox.mode to workspace-write (or drop --sandbox " + string(m) + ")"
+	case st.Enforcing:
+		f.Message = fmt.Sprintf("mode %s, enforced by the kernel (%s, Landlock ABI %d); sandboxed commands run without asking", m, st.Implementation, st.LandlockABI)
+	default:
+		f.Severity, f.Message = doctor.Warning, fmt.Sprintf("mode %s is NOT enforced here: %s; every command the permission rules ask about asks", m, st.Reason)
+		f.Fix = "dsh sandbox status shows each layer"
+	}
+	out := []doctor.Finding{f}
+	hooks, mcp := s.Others()
+	for _, o := range []struct {
+		subject, text string
+		on            bool
+	}{{"hook commands", hooks, s.cfg.Hooks}, {"stdio MCP servers", mcp, s.cfg.MCP}} {
+		g := doctor.Finding{Subject: o.subject, Severity: doctor.Info, Message: o.text}
+		if o.on && (!strings.HasPrefix(o.text, "sandboxed (") || strings.Contains(o.text, "NOT")) {
+			g.Severity = doctor.Warning
+		}
+		out = append(out, g)
+	}
+	return out
 }
