@@ -17,6 +17,7 @@
 package compact
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -322,30 +323,69 @@ func inProgress(events []session.Event) bool {
 	return false
 }
 
-// node is a surface entry with its event and estimated size.
+// node is a surface entry with its derived message and estimated size.
+// Both come from the session's derived history: weighing the surface
+// decodes nothing, so a prune pass costs a few comparisons per message
+// (it used to decode every event of the history each time).
 type node struct {
-	seq    int64
-	ev     session.Event
+	session.SurfaceNode
 	tokens int
 }
 
 func surface(s *session.Session) ([]node, error) {
-	seqs, err := s.Surface()
+	sn, err := s.SurfaceNodes(-1)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]node, len(seqs))
-	for i, seq := range seqs {
-		ev, _ := s.Event(seq)
-		out[i] = node{seq: seq, ev: ev, tokens: EventTokens(ev)}
+	out := make([]node, len(sn))
+	for i, n := range sn {
+		out[i] = node{SurfaceNode: n, tokens: nodeTokens(n)}
 	}
 	return out, nil
+}
+
+// nodeTokens is EventTokens of the node's event, read from its derived
+// message: a tool result's message is one tool-result block (four tokens
+// of its own), a context or steering message is wrapped in an envelope of
+// two text blocks that EventTokens does not count.
+func nodeTokens(n session.SurfaceNode) int {
+	c := n.Message.Content
+	switch n.Type {
+	case session.TypeUserMessage, session.TypeAssistantMessage:
+		return ContentTokens(c) + 4
+	case session.TypeToolResult:
+		return ContentTokens(c) + 4
+	case session.TypeContextMessage, session.TypeSteeringMessage:
+		if len(c) >= 2 {
+			c = c[1 : len(c)-1]
+		}
+		return ContentTokens(c) + 4
+	}
+	return 0
+}
+
+// calls is how many results a node's message awaits (an assistant
+// message's tool calls) or gives (-1 for a tool result).
+func calls(n node) int {
+	switch n.Type {
+	case session.TypeAssistantMessage:
+		k := 0
+		for _, b := range n.Message.Content {
+			if b.Type == llm.BlockToolCall {
+				k++
+			}
+		}
+		return k
+	case session.TypeToolResult:
+		return -1
+	}
+	return 0
 }
 
 // retainFrom returns the index of the first node kept verbatim: walking from
 // the tail until the retain budget is spent, then moving the cut earlier
 // until it does not split a call from its result.
-func retainFrom(s *session.Session, nodes []node, budget int) (int, error) {
+func retainFrom(nodes []node, budget int) (int, error) {
 	keep, acc := len(nodes), 0
 	for i := len(nodes) - 1; i >= 0; i-- {
 		acc += nodes[i].tokens
@@ -354,20 +394,16 @@ func retainFrom(s *session.Session, nodes []node, budget int) (int, error) {
 			break
 		}
 	}
-	seqs := make([]int64, len(nodes))
-	for i, n := range nodes {
-		seqs[i] = n.seq
+	// depth is how many calls before the cut are still unanswered there.
+	depth := 0
+	for _, n := range nodes[:keep] {
+		if depth += calls(n); depth < 0 {
+			return 0, fmt.Errorf("compact: tool-pairing balance: tool/result at surface seq %d has no matching tool-call (corrupt surface)", n.Seq)
+		}
 	}
-	events := s.Events()
-	for keep > 0 {
-		ok, err := session.Balanced(events, seqs, seqs[keep])
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			break
-		}
+	for keep > 0 && depth != 0 {
 		keep--
+		depth -= calls(nodes[keep])
 	}
 	return keep, nil
 }
@@ -378,34 +414,46 @@ func (c *Compactor) prune(ctx context.Context, s *session.Session, turn int, cfg
 	if err != nil {
 		return 0, err
 	}
-	keep, err := retainFrom(s, nodes, cfg.RetainTokens)
+	keep, err := retainFrom(nodes, cfg.RetainTokens)
 	if err != nil {
 		return 0, err
 	}
 	var seqs []int64
 	saved := 0
 	for _, n := range nodes[:keep] {
-		if n.ev.Type != session.TypeToolResult || n.tokens <= cfg.PruneAbove {
+		// A node that replaced a result is the pruned copy: a result is
+		// pruned once.
+		if n.Type != session.TypeToolResult || n.Replaces || n.tokens <= cfg.PruneAbove {
 			continue
 		}
-		tr, err := session.Decode[session.ToolResult](n.ev)
-		if err != nil {
-			return 0, err
+		// The derived message is the result as the model saw it; only
+		// what it does not carry (the step, a harness error) is read from
+		// the event, without decoding its content.
+		if len(n.Message.Content) != 1 || n.Message.Content[0].Type != llm.BlockToolResult {
+			continue
 		}
-		text := llm.TextOf(tr.Content)
+		res := n.Message.Content[0]
+		text := llm.TextOf(res.Content)
 		if len(text) <= 2*cfg.PruneKeep+200 {
 			continue
 		}
-		head, tail := cutUTF8(text, cfg.PruneKeep, true), cutUTF8(text, cfg.PruneKeep, false)
-		note := fmt.Sprintf("\n\n[… %d characters of this old tool result were pruned to save context; re-run the tool if you need them …]\n\n", len(text)-len(head)-len(tail))
-		pr := session.ToolResult{Turn: turn, Step: tr.Step, CallID: tr.CallID, IsError: tr.IsError, Error: tr.Error,
-			Content: []llm.Block{llm.Text(head + note + tail)}}
-		ev, err := log(s).AppendSurface(ctx, session.TypeToolResult, pr, session.ReplaceOp(n.seq, n.seq), []int64{n.seq})
+		ev, ok := s.Event(n.Seq)
+		if !ok {
+			return len(seqs), fmt.Errorf("compact: surface seq %d is not in the log", n.Seq)
+		}
+		tr, err := resultHeader(ev, res.IsError)
 		if err != nil {
 			return len(seqs), err
 		}
-		seqs = append(seqs, n.seq)
-		saved += n.tokens - EventTokens(ev)
+		head, tail := cutUTF8(text, cfg.PruneKeep, true), cutUTF8(text, cfg.PruneKeep, false)
+		note := fmt.Sprintf("\n\n[… %d characters of this old tool result were pruned to save context; re-run the tool if you need them …]\n\n", len(text)-len(head)-len(tail))
+		pr := session.ToolResult{Turn: turn, Step: tr.Step, CallID: res.ToolCallID, IsError: res.IsError, Error: tr.Error,
+			Content: []llm.Block{llm.Text(head + note + tail)}}
+		if _, err := log(s).AppendSurface(ctx, session.TypeToolResult, pr, session.ReplaceOp(n.Seq, n.Seq), []int64{n.Seq}); err != nil {
+			return len(seqs), err
+		}
+		seqs = append(seqs, n.Seq)
+		saved += n.tokens - (ContentTokens(pr.Content) + 8)
 	}
 	if len(seqs) > 0 {
 		if _, err := log(s).Append(ctx, TypePrune, Prune{Seqs: seqs, SavedTokens: saved}); err != nil {
@@ -413,6 +461,49 @@ func (c *Compactor) prune(ctx context.Context, s *session.Session, turn int, cfg
 		}
 	}
 	return len(seqs), nil
+}
+
+// resultHeader reads the fields of a tool/result payload that its derived
+// message lacks: its step, and its harness error when it is an error. The
+// step comes before the content in what dsh writes, so a token reader
+// stops there instead of scanning a large output; the error comes after
+// it, so an error result is decoded whole (those are rare and small).
+func resultHeader(e session.Event, isError bool) (session.ToolResult, error) {
+	if isError {
+		var tr struct {
+			Step  int                `json:"step"`
+			Error *session.ErrorInfo `json:"error"`
+		}
+		if err := json.Unmarshal(e.Data, &tr); err != nil {
+			return session.ToolResult{}, fmt.Errorf("compact: decoding tool/result (seq %d): %w", e.Seq, err)
+		}
+		return session.ToolResult{Step: tr.Step, Error: tr.Error}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(e.Data))
+	bad := func(err error) (session.ToolResult, error) {
+		return session.ToolResult{}, fmt.Errorf("compact: decoding tool/result (seq %d): %w", e.Seq, err)
+	}
+	if _, err := dec.Token(); err != nil {
+		return bad(err)
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		if key == "step" {
+			var step int
+			if err := dec.Decode(&step); err != nil {
+				return bad(err)
+			}
+			return session.ToolResult{Step: step}, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return bad(err)
+		}
+	}
+	return session.ToolResult{}, nil
 }
 
 func cutUTF8(s string, n int, head bool) string {
@@ -439,14 +530,16 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 	if err != nil {
 		return Range{}, err
 	}
-	keep, err := retainFrom(s, nodes, cfg.RetainTokens)
+	keep, err := retainFrom(nodes, cfg.RetainTokens)
 	if err != nil {
 		return Range{}, err
 	}
 	// Head anchoring: the first user prompt stays verbatim.
 	first := 0
-	if len(nodes) > 0 && nodes[0].ev.Type == session.TypeUserMessage && !isCheckpoint(nodes[0].ev) {
-		first = 1
+	if len(nodes) > 0 && nodes[0].Type == session.TypeUserMessage {
+		if ev, ok := s.Event(nodes[0].Seq); ok && !isCheckpoint(ev) {
+			first = 1
+		}
 	}
 	if keep-first < 1 {
 		return Range{}, errors.New("compact: nothing old enough to summarize (the retained recent history is all there is)")
@@ -456,9 +549,9 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 	seqs := make([]int64, len(span))
 	for i, n := range span {
 		shadowed += n.tokens
-		seqs[i] = n.seq
+		seqs[i] = n.Seq
 	}
-	summary, err := c.ask(ctx, a, turn, step, cfg, transcript(span), focus)
+	summary, err := c.ask(ctx, a, turn, step, cfg, transcript(s, span), focus)
 	if err != nil {
 		return Range{}, err
 	}
@@ -560,30 +653,31 @@ func (c *Compactor) ask(ctx context.Context, a agent.Agent, turn, step int, cfg 
 }
 
 // transcript renders nodes for the summarizer, in surface order.
-func transcript(nodes []node) string {
+func transcript(s *session.Session, nodes []node) string {
 	var parts []string
 	for _, n := range nodes {
 		var label string
 		var content []llm.Block
-		switch n.ev.Type {
+		ev, _ := s.Event(n.Seq)
+		switch ev.Type {
 		case session.TypeUserMessage:
-			p, _ := session.Decode[session.Prompt](n.ev)
+			p, _ := session.Decode[session.Prompt](ev)
 			label, content = "User", p.Content
 		case session.TypeAssistantMessage:
-			m, _ := session.Decode[session.AssistantMessage](n.ev)
+			m, _ := session.Decode[session.AssistantMessage](ev)
 			label, content = "Assistant", m.Content
 		case session.TypeToolResult:
-			r, _ := session.Decode[session.ToolResult](n.ev)
+			r, _ := session.Decode[session.ToolResult](ev)
 			label = "Tool result (call " + string(r.CallID) + ")"
 			if r.IsError {
 				label = "Tool error (call " + string(r.CallID) + ")"
 			}
 			content = r.Content
 		case session.TypeContextMessage:
-			p, _ := session.Decode[session.Prompt](n.ev)
+			p, _ := session.Decode[session.Prompt](ev)
 			label, content = "Context", p.Content
 		case session.TypeSteeringMessage:
-			p, _ := session.Decode[session.Steering](n.ev)
+			p, _ := session.Decode[session.Steering](ev)
 			label, content = "Steering", p.Content
 		}
 		if t := renderBlocks(content); t != "" {
@@ -658,10 +752,17 @@ func EventTokens(e session.Event) int {
 	return 0
 }
 
+// usageOnly decodes an assistant message's usage and nothing else.
+type usageOnly struct {
+	Usage *llm.Usage `json:"usage"`
+}
+
 // Estimate estimates the next request's prompt. When the newest assistant
 // message carries the provider's usage, its prompt and output counts anchor
-// the estimate and only events since are guessed; after a surface replace
-// (or with no usage) the whole derived history is estimated.
+// the estimate and only the surface since is guessed; after a surface
+// replace (or with no usage) the whole derived history is estimated. Both
+// read the derived messages (string lengths), so only the anchor's usage is
+// decoded.
 func Estimate(s *session.Session, system string) (int, error) {
 	msgs, err := s.Messages()
 	if err != nil {
@@ -676,15 +777,19 @@ func Estimate(s *session.Session, system string) (int, error) {
 		if e.Type != session.TypeAssistantMessage {
 			continue
 		}
-		m, err := session.Decode[session.AssistantMessage](e)
+		m, err := session.Decode[usageOnly](e)
 		if err != nil || m.Usage == nil || m.Usage.PromptTokens() == 0 {
 			break
 		}
 		total := m.Usage.PromptTokens() + m.Usage.OutputTokens
-		for _, later := range events[i+1:] {
-			if session.IsSurface(later) {
-				total += EventTokens(later)
-			}
+		// No replace since the anchor: the nodes after it are the ones
+		// appended since.
+		later, err := s.SurfaceNodes(e.Seq)
+		if err != nil {
+			return 0, err
+		}
+		for _, n := range later {
+			total += nodeTokens(n)
 		}
 		return total, nil
 	}

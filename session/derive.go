@@ -8,9 +8,11 @@ import (
 )
 
 type node struct {
-	seq int64
-	msg llm.Message
-	has bool // produces a message (empty assistant messages do not)
+	seq      int64
+	typ      string
+	msg      llm.Message
+	has      bool // produces a message (empty assistant messages do not)
+	replaces bool // the event replaced earlier nodes (a pruned result, a summary)
 }
 
 // deriver folds the log into the surface and the message history, one event
@@ -230,7 +232,7 @@ func (d *deriver) fold(events []Event, e Event) error {
 	if err != nil {
 		return err
 	}
-	n := node{seq: e.Seq, msg: msg, has: has}
+	n := node{seq: e.Seq, typ: e.Type, msg: msg, has: has, replaces: e.SurfaceOp.Replace}
 	if !e.SurfaceOp.Replace {
 		d.nodes = append(d.nodes, n)
 		if has && !d.dirty {

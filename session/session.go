@@ -445,6 +445,45 @@ func (s *Session) Surface() ([]int64, error) {
 	return out, nil
 }
 
+// SurfaceNode is one entry of the surface with the message it derives, so
+// readers that weigh or inspect the history (compaction) need not decode
+// events. Message is shared with the session's cache: read it, never
+// modify it.
+type SurfaceNode struct {
+	Seq     int64
+	Type    string
+	Message llm.Message
+	// Has is false for a node that yields no message (an empty assistant
+	// message).
+	Has bool
+	// Replaces reports that the node's event replaced earlier nodes (a
+	// pruned result, a summary).
+	Replaces bool
+}
+
+// SurfaceNodes returns the surface's last nodes, head to tail, back to (not
+// including) the first whose seq is at most after: all of them for after
+// < 0; for an after that no replace has happened since, the nodes appended
+// after it. The messages are the derived history's own (pairing repairs
+// aside), so this costs no decoding.
+func (s *Session) SurfaceNodes(after int64) ([]SurfaceNode, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.der.messages(s.events); err != nil {
+		return nil, err
+	}
+	nodes := s.der.nodes
+	i := len(nodes)
+	for i > 0 && nodes[i-1].seq > after {
+		i--
+	}
+	out := make([]SurfaceNode, len(nodes)-i)
+	for k, n := range nodes[i:] {
+		out[k] = SurfaceNode{Seq: n.seq, Type: n.typ, Message: n.msg, Has: n.has, Replaces: n.replaces}
+	}
+	return out, nil
+}
+
 // LastTurn returns the number of the newest turn/start, or 0.
 func (s *Session) LastTurn() int { return s.Turns().Last }
 
