@@ -103,6 +103,9 @@ func (a *Assembler) Push(c Chunk) (Block, bool, error) {
 		}
 		p.closed = true
 		p.block = *c.Block
+		// The adapter's block is the final content; the deltas gathered
+		// so far are a second copy of it.
+		p.text, p.args = nil, nil
 		return p.block, true, nil
 	case ChunkUsage:
 		if c.Usage != nil {

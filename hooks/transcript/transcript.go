@@ -213,12 +213,12 @@ func (w *Writer) write(fl *file, e session.Event) {
 	}
 	bw := bufio.NewWriter(fl.f)
 	for _, l := range lines {
-		b, err := json.Marshal(l)
+		b, err := l.appendJSON(nil)
 		if err != nil {
+			w.log.Warn("transcript: a line cannot be encoded and is left out", "path", fl.f.Name(), "seq", e.Seq, "err", err)
 			continue
 		}
-		bw.Write(b)
-		bw.WriteByte('\n')
+		bw.Write(append(b, '\n'))
 	}
 	if err := bw.Flush(); err != nil {
 		fl.bad = true
@@ -247,6 +247,77 @@ type line struct {
 	UUID          string  `json:"uuid"`
 	Timestamp     string  `json:"timestamp"`
 	RequestID     string  `json:"requestId,omitempty"`
+}
+
+// appendJSON appends the line as encoding/json writes the struct, but the
+// message without reflection (see claudemsg.Block.AppendJSON): a long
+// answer is copied once instead of four times.
+func (l line) appendJSON(dst []byte) ([]byte, error) {
+	str := func(key, v string) {
+		dst = append(dst, ',', '"')
+		dst = append(dst, key...)
+		dst = append(dst, '"', ':')
+		dst = llm.AppendJSONString(dst, v)
+	}
+	opt := func(key, v string) {
+		if v != "" {
+			str(key, v)
+		}
+	}
+	flag := func(key string, v bool) {
+		dst = append(dst, ',', '"')
+		dst = append(dst, key...)
+		dst = append(dst, '"', ':')
+		dst = strconv.AppendBool(dst, v)
+	}
+	value := func(key string, v any) error {
+		if v == nil {
+			return nil
+		}
+		dst = append(dst, ',', '"')
+		dst = append(dst, key...)
+		dst = append(dst, '"', ':')
+		if a, ok := v.(llm.JSONAppender); ok {
+			dst = a.AppendJSON(dst)
+			return nil
+		}
+		b, err := json.Marshal(v)
+		dst = append(dst, b...)
+		return err
+	}
+	dst = append(dst, `{"parentUuid":`...)
+	if l.ParentUUID == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = llm.AppendJSONString(dst, *l.ParentUUID)
+	}
+	flag("isSidechain", l.IsSidechain)
+	str("userType", l.UserType)
+	str("cwd", l.Cwd)
+	str("sessionId", l.SessionID)
+	str("version", l.Version)
+	str("gitBranch", l.GitBranch)
+	opt("agentId", l.AgentID)
+	str("type", l.Type)
+	opt("subtype", l.Subtype)
+	if err := value("message", l.Message); err != nil {
+		return nil, err
+	}
+	opt("content", l.Content)
+	opt("level", l.Level)
+	if l.IsMeta {
+		flag("isMeta", true)
+	}
+	if l.IsCompact {
+		flag("isCompactSummary", true)
+	}
+	if err := value("toolUseResult", l.ToolUseResult); err != nil {
+		return nil, err
+	}
+	str("uuid", l.UUID)
+	str("timestamp", l.Timestamp)
+	opt("requestId", l.RequestID)
+	return append(dst, '}'), nil
 }
 
 func (w *Writer) base(fl *file, e session.Event, uuid, typ string) line {
@@ -349,12 +420,23 @@ func (w *Writer) lines(fl *file, e session.Event) []line {
 // records a prompt; anything else keeps its blocks.
 func userMessage(m claudemsg.UserMessage, prompt bool) any {
 	if prompt && len(m.Content) == 1 && m.Content[0].Type == "text" {
-		return struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		}{m.Role, m.Content[0].Text}
+		return promptMessage{m.Role, m.Content[0].Text}
 	}
 	return m
+}
+
+// promptMessage is a typed prompt as Claude Code records it.
+type promptMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func (m promptMessage) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"role":`...)
+	dst = llm.AppendJSONString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = llm.AppendJSONString(dst, m.Content)
+	return append(dst, '}')
 }
 
 // absolute gives tool_use inputs absolute file paths, as Claude Code's

@@ -45,59 +45,9 @@ type ImageSource struct {
 	URL       string `json:"url,omitempty"`
 }
 
-// MarshalJSON writes exactly the fields of the block's type.
-func (b Block) MarshalJSON() ([]byte, error) {
-	switch b.Type {
-	case "text":
-		return json.Marshal(struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}{b.Type, b.Text})
-	case "thinking":
-		return json.Marshal(struct {
-			Type      string `json:"type"`
-			Thinking  string `json:"thinking"`
-			Signature string `json:"signature"`
-		}{b.Type, b.Thinking, b.Signature})
-	case "redacted_thinking":
-		return json.Marshal(struct {
-			Type string `json:"type"`
-			Data string `json:"data"`
-		}{b.Type, b.Data})
-	case "tool_use":
-		in := b.Input
-		if len(in) == 0 {
-			in = json.RawMessage(`{}`)
-		}
-		return json.Marshal(struct {
-			Type  string          `json:"type"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}{b.Type, b.ID, b.Name, in})
-	case "tool_result":
-		var content any = b.Content
-		if len(b.Content) == 1 && b.Content[0].Type == "text" {
-			content = b.Content[0].Text
-		} else if b.Content == nil {
-			content = ""
-		}
-		return json.Marshal(struct {
-			Type      string `json:"type"`
-			ToolUseID string `json:"tool_use_id"`
-			Content   any    `json:"content"`
-			IsError   bool   `json:"is_error"`
-		}{b.Type, b.ToolUseID, content, b.IsError})
-	case "image":
-		return json.Marshal(struct {
-			Type   string       `json:"type"`
-			Source *ImageSource `json:"source"`
-		}{b.Type, b.Source})
-	}
-	return json.Marshal(struct {
-		Type string `json:"type"`
-	}{b.Type})
-}
+// MarshalJSON writes exactly the fields of the block's type (see
+// [Block.AppendJSON]).
+func (b Block) MarshalJSON() ([]byte, error) { return b.AppendJSON(nil), nil }
 
 // UnmarshalJSON reads any block this package writes, and the string form
 // of tool_result content.

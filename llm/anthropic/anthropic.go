@@ -360,6 +360,9 @@ func (d *decoder) close(i int) error {
 		blk = llm.ToolCall(llm.CallID(b.id), b.name, args)
 	}
 	b.closed = true
+	// The block now owns its text: keeping the buffer too would hold a
+	// second copy of a long answer until the request ends.
+	b.buf, b.input = nil, nil
 	return d.Emit(llm.EndChunk(i, blk))
 }
 

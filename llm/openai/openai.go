@@ -315,6 +315,9 @@ func (d *decoder) end() error {
 		default:
 			blk = llm.Block{Type: b.typ, Text: string(b.buf)}
 		}
+		// The block now owns its text: keeping the buffer too would hold a
+		// second copy of a long answer until the request ends.
+		b.buf = nil
 		if err := d.Emit(llm.EndChunk(i, blk)); err != nil {
 			return err
 		}
