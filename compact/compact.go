@@ -8,8 +8,11 @@
 //     stays verbatim at the head, the most recent turns stay verbatim at the
 //     tail, and no cut separates a tool call from its result) is replaced by
 //     one structured summary the model writes through the normal request
-//     point. A summary that was truncated or is not smaller than what it
-//     replaces is discarded and the history left as it was.
+//     point. The checkpoint carries the user's latest prompt and the
+//     steering since verbatim when they were in the span, so a long turn
+//     compacted while it runs keeps its task word for word. A summary that
+//     was truncated or is not smaller than what it replaces is discarded
+//     and the history left as it was.
 //
 // Compaction only ever changes the derived surface: every original event
 // stays in the log, bracketed by compact/* events, so a session can be
@@ -24,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -555,7 +559,23 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 	if err != nil {
 		return Range{}, err
 	}
-	framed := frame(summary)
+	// What the user asked last stays verbatim: the checkpoint carries the
+	// latest prompt and the steering after it when the span (or an earlier
+	// checkpoint in it) is where they are.
+	kept := map[int64]bool{}
+	for _, n := range nodes[:first] {
+		kept[n.Seq] = true
+	}
+	for _, n := range nodes[keep:] {
+		kept[n.Seq] = true
+	}
+	var carried []instruction
+	for _, in := range latestInstructions(s) {
+		if !kept[in.seq] {
+			carried = append(carried, in)
+		}
+	}
+	framed := frame(summary, carried)
 	fTokens := ContentTokens(framed)
 	if fTokens >= shadowed {
 		return Range{}, fmt.Errorf("compact: summary is not smaller than what it replaces (%d estimated tokens >= %d); history left as it was", fTokens, shadowed)
@@ -589,10 +609,58 @@ Use terse bullets; write (none) for an empty section. Keep exact file paths, com
 
 const preamble = "This is a checkpoint: an automatically written summary of the earlier part of this session, which was condensed to free context. Treat it as established background and continue from the messages that follow without acknowledging it."
 
-func frame(summary []llm.Block) []llm.Block {
+// carriedPreamble introduces the instructions a checkpoint carries.
+const carriedPreamble = "The user's latest instructions, verbatim (the task in progress; they take precedence over the summary):"
+
+func frame(summary []llm.Block, carried []instruction) []llm.Block {
 	out := []llm.Block{llm.Text(preamble + "\n\n<compacted-summary>")}
 	out = append(out, summary...)
-	return append(out, llm.Text("</compacted-summary>"))
+	out = append(out, llm.Text("</compacted-summary>"))
+	if len(carried) == 0 {
+		return out
+	}
+	out = append(out, llm.Text(carriedPreamble))
+	for _, in := range carried {
+		out = append(out, llm.Text("<"+in.tag+">"))
+		out = append(out, in.content...)
+		out = append(out, llm.Text("</"+in.tag+">"))
+	}
+	return out
+}
+
+// instruction is a user prompt or steering message a checkpoint carries.
+type instruction struct {
+	seq     int64
+	tag     string // user-request or steering
+	content []llm.Block
+}
+
+// latestInstructions returns what the user asked last: the newest prompt
+// (a user/message that is not a checkpoint) and the steering messages
+// recorded after it, oldest first. A long turn is compacted while it runs;
+// without these the model would keep only a summary's paraphrase of its
+// current task.
+func latestInstructions(s *session.Session) []instruction {
+	events := s.Events()
+	var out []instruction
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		switch e.Type {
+		case session.TypeSteeringMessage:
+			if st, err := session.Decode[session.Steering](e); err == nil {
+				out = append(out, instruction{seq: e.Seq, tag: "steering", content: st.Content})
+			}
+		case session.TypeUserMessage:
+			p, err := session.Decode[session.Prompt](e)
+			if err != nil || (p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact") {
+				continue
+			}
+			out = append(out, instruction{seq: e.Seq, tag: "user-request", content: p.Content})
+			slices.Reverse(out)
+			return out
+		}
+	}
+	return nil // no prompt: nothing to carry (steering alone has no task)
 }
 
 // ask runs the summarization request through the agent's request point.
