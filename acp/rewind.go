@@ -108,7 +108,7 @@ func (r *sess) rewind(ctx context.Context, p *promptSlot, arg string) (sdk.Promp
 	if errors.Is(err, checkpoint.ErrConflicts) {
 		choice, aerr := r.askRewindConflicts(cctx, p, rep)
 		if aerr != nil || choice == optRewindCancel {
-			r.say(rep.Text() + "Rewind cancelled: nothing was changed.")
+			r.say(rep.TextAsking() + "Rewind cancelled: nothing was changed.")
 			return end, nil
 		}
 		if choice == optRewindOverwrite {
@@ -118,7 +118,7 @@ func (r *sess) rewind(ctx context.Context, p *promptSlot, arg string) (sdk.Promp
 		}
 		rep, err = c.Rewind(cctx, s, req)
 	}
-	text := rep.Text()
+	text := rep.TextAsking()
 	switch {
 	case errors.Is(err, checkpoint.ErrBusy):
 		text = "The agent is busy; rewind when its turn has ended (or cancel it)."

@@ -111,7 +111,13 @@ func (c *Checkpoints) nextMark(h history, seq int64) files.Hash {
 
 // Text renders the report for people: what was (or would be) restored,
 // conflicts with their diffs, what could not be restored and why.
-func (r Report) Text() string {
+func (r Report) Text() string { return r.text(false) }
+
+// TextAsking is Text for a front door that asks about conflicts itself
+// (the terminal, ACP): without the hint to rewind again with --force.
+func (r Report) TextAsking() string { return r.text(true) }
+
+func (r Report) text(asking bool) string {
 	var b strings.Builder
 	for _, s := range r.Interrupted {
 		b.WriteString("note: " + s + "\n")
@@ -171,6 +177,8 @@ func (r Report) Text() string {
 				b.WriteString("  (restored anyway: --force)\n")
 			case r.Request.SkipConflicts:
 				b.WriteString("  (left alone)\n")
+			case !r.Request.DryRun && asking:
+				b.WriteString("  nothing was changed yet\n")
 			case !r.Request.DryRun:
 				b.WriteString("  nothing was changed: rewind again with --force to overwrite them\n")
 			}

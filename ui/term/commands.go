@@ -30,6 +30,7 @@ var commands = []command{
 	{"resume", "[n|id]", "list this directory's recent sessions, or resume one"},
 	{"clear", "", "start a new session"},
 	{"compact", "[focus]", "summarise the conversation to free context"},
+	{"rewind", "", "take the files and/or the conversation back to before an earlier turn (also esc esc)"},
 	{"permissions", "[mode <m> | allow|ask|deny|remove <rule>]", "show the mode and rules, switch the mode, or add/remove a session rule"},
 	{"thinking", "", "show or hide the model's reasoning in full"},
 	{"usage", "", "token usage of this session"},
@@ -57,6 +58,8 @@ func (u *ui) command(line string) {
 		}
 	case "compact":
 		u.compactCmd(arg)
+	case "rewind", "checkpoint":
+		u.openRewind()
 	case "permissions":
 		u.permissionsCmd(arg)
 	case "thinking":
@@ -168,6 +171,7 @@ func (u *ui) help() {
 		{"enter", "send; while the agent works, steer the running turn"},
 		{"ctrl-j, alt-enter, \\ at the end", "new line"},
 		{"esc, ctrl-c", "interrupt the running turn; ctrl-c twice on an empty prompt exits"},
+		{"esc esc", "rewind: pick an earlier turn to take the files and/or conversation back to (on an empty prompt; also /rewind)"},
 		{"ctrl-d", "exit (on an empty line)"},
 		{"↑ ↓", "history (saved in $DSH_HOME/history)"},
 		{"ctrl-r", "search the history (again: older; esc: back)"},

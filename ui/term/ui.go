@@ -142,6 +142,10 @@ type ui struct {
 	reasonEd  *Editor
 	apScroll  int  // first row of the open question's command shown
 	bypassAsk bool // shift-tab is asking to confirm bypassPermissions
+	// rw is the open rewind picker; lastEsc the idle esc that a second
+	// one makes Esc Esc.
+	rw      *rewindPicker
+	lastEsc time.Time
 	// answerAt is when the open question starts taking answer keys (see
 	// [approvalGrace]).
 	answerAt time.Time
@@ -496,6 +500,10 @@ func (u *ui) handle(m any) {
 		}
 	case compactDone:
 		u.compacted(m)
+	case rewindListed:
+		u.rewindListed(m)
+	case rewindDone:
+		u.rewound(m)
 	case customReady:
 		u.customDone(m)
 	case shellDone:
@@ -580,6 +588,10 @@ func (u *ui) keys(ks []Key) {
 			u.bypassKey(k)
 			continue
 		}
+		if u.rw != nil && len(u.approvals) == 0 {
+			u.rewindKey(k)
+			continue
+		}
 		if len(u.approvals) > 0 {
 			if u.answerReady(time.Now()) || k.Kind == KeyEsc || k.Kind == KeyCtrlC {
 				u.approvalKey(k)
@@ -626,6 +638,8 @@ func (u *ui) editorKey(k Key) {
 	case ActEsc:
 		if u.busy() {
 			u.interrupt()
+		} else {
+			u.escIdle()
 		}
 	case ActRedraw:
 		_, _ = io.WriteString(u.out, "\x1b[H\x1b[2J")
@@ -1016,6 +1030,9 @@ func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
 			crow, ccol = len(rows)+r, c
 			rows = append(rows, in...)
 		}
+	} else if u.rw != nil {
+		rows = append(rows, u.rewindRows(w)...)
+		crow = -1
 	} else if u.bypassAsk {
 		for _, l := range wrapLines("Switch to bypassPermissions? Every tool call will run without asking, edits and commands included.", w-4) {
 			rows = append(rows, u.st.Err("⚠ ")+u.st.Warn(l))
