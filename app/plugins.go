@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dshq/dsh/bundles"
 	"github.com/dshq/dsh/checkpoint"
 	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/compact"
@@ -101,6 +102,14 @@ func Plugins() []core.Spec {
 			New:   func(*settings.Config) core.Plugin { return memory.Plugin(memory.Config{}) },
 		},
 		{
+			Name: "bundles", Doc: "Claude Code plugins (.claude-plugin/plugin.json bundles) enabled in settings: their commands, skills, agents, hooks and MCP servers", Optional: true,
+			Needs:    []string{"doctor"},
+			Settings: settings.Schema{bundles.DirsKey},
+			New: func(c *settings.Config) core.Plugin {
+				return bundles.Plugin(bundles.Config{Dirs: bundles.DirsFromSettings(c)})
+			},
+		},
+		{
 			Name: "commands", Doc: "custom slash commands: .claude/commands, .dsh/commands, ~/.claude/commands, ~/.codex/prompts, plugin bundles' commands, and /init", Optional: true,
 			Needs: []string{"doctor"},
 			New:   func(*settings.Config) core.Plugin { return commands.Plugin(commands.Config{}) },
@@ -133,7 +142,7 @@ func Plugins() []core.Spec {
 		},
 		{
 			Name: "mcp", Doc: "the MCP client: configured servers' tools as mcp__<server>__<tool>", Optional: true,
-			Needs:    []string{"doctor"},
+			Needs: []string{"doctor"}, After: []string{"bundles"},
 			Settings: settings.Schema{mcp.Key, mcp.StrictKey},
 			New: func(c *settings.Config) core.Plugin {
 				return mcp.Plugin(mcp.PluginConfig{Settings: c, Env: EnvKey.Get(c), Withhold: providers.SecretEnvNames(providers.FromSettings(c))})
@@ -141,7 +150,8 @@ func Plugins() []core.Spec {
 		},
 		{
 			Name: "subagents", Doc: "the subagent service and the task and fork tools, with custom agents", Optional: true,
-			New: func(*settings.Config) core.Plugin { return task.Plugin() },
+			After: []string{"bundles"},
+			New:   func(*settings.Config) core.Plugin { return task.Plugin() },
 		},
 		{
 			Name: "skills", Doc: "skills: .claude/skills, .dsh/skills, ~/.claude/skills, plugin bundles' skills; the index in the prompt and the skill tool", Optional: true,
@@ -164,7 +174,7 @@ func Plugins() []core.Spec {
 		},
 		{
 			Name: "hooks", Doc: "Claude Code and Codex hook files, and the hooks setting", Optional: true,
-			Needs: []string{"doctor", "models", "tools", "transcripts"}, After: []string{"compaction", "subagents"},
+			Needs: []string{"doctor", "models", "tools", "transcripts"}, After: []string{"compaction", "subagents", "bundles"},
 			Settings: settings.Schema{hooks.Key},
 			New: func(c *settings.Config) core.Plugin {
 				return hooks.Plugin(hooks.PluginConfig{Settings: c, Env: EnvKey.Get(c)})

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/bundles"
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
@@ -33,6 +34,7 @@ type configFlags struct {
 	verbose            bool
 	sandbox            string
 	strictMCP          bool
+	pluginDirs         []string
 }
 
 // register adds the flags to fl; acp says which front door they serve.
@@ -54,6 +56,7 @@ func (f *configFlags) register(fl *pflag.FlagSet, acp bool) {
 	fl.BoolVar(&f.trust, "trust", false, trustHelp)
 	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
 	fl.BoolVar(&f.strictMCP, "strict-mcp-config", false, "use only the MCP servers given for this run (--mcp-config, or an editor's), none from settings files or .mcp.json")
+	fl.StringArrayVar(&f.pluginDirs, "plugin-dir", nil, "a Claude Code plugin directory (.claude-plugin/plugin.json and its commands, skills, agents, hooks, .mcp.json) to use in this run")
 	fl.StringVar(&f.sandbox, "sandbox", "", "sandbox mode of bash commands: read-only, workspace-write (the default) or danger-full-access")
 }
 
@@ -74,6 +77,9 @@ func (f *configFlags) layers() ([]settings.File, error) {
 			return nil, err
 		}
 		out = append(out, l)
+	}
+	if len(f.pluginDirs) > 0 {
+		out = append(out, bundles.DirsKey.Flag("--plugin-dir", f.pluginDirs))
 	}
 	if f.strictMCP {
 		out = append(out, mcp.StrictKey.Flag("--strict-mcp-config", true))

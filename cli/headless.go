@@ -62,7 +62,7 @@ func (h *headlessFlags) register(fl *pflag.FlagSet) {
 	// Flags the Claude Agent SDK may pass that dsh accepts and ignores,
 	// saying so on stderr; the switches among them take no value.
 	for _, name := range []string{"fallback-model", "max-thinking-tokens", "thinking", "effort", "betas",
-		"agent", "debug-file", "tools", "permission-prompts", "plugin-dir", "resume-session-at", "setting-sources"} {
+		"agent", "debug-file", "tools", "permission-prompts", "resume-session-at", "setting-sources"} {
 		fl.Var(&ignoredFlag{name: name, seen: &h.ignored}, name, "accepted for compatibility with Claude Code; no effect in dsh")
 		_ = fl.MarkHidden(name)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/bundles"
+	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission/trust"
@@ -85,7 +87,24 @@ func runMCPList(ctx context.Context, stdio IO, o mcpListOptions) error {
 	if err != nil {
 		return usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	servers, cfgErr := mcp.Configured(cfg, cwd, mcp.Homes{User: userHome(stdio.Env), Codex: stdio.Env("CODEX_HOME")})
+	// Plugin bundles' servers are listed as the project's are: all of them,
+	// a project's starting only once it is trusted.
+	var bundled []mcp.ServerConfig
+	found := bundles.Find(bundles.Locations{UserHome: userHome(stdio.Env), Project: cwd, Dirs: bundles.DirsFromSettings(cfg)}, true)
+	for _, b := range found.Bundles {
+		bundled = append(bundled, bundles.Servers(b, cwd)...)
+	}
+	servers, sources, cfgErr := mcp.ConfiguredFrom(cfg, cwd, mcp.Homes{User: userHome(stdio.Env), Codex: stdio.Env("CODEX_HOME")}, bundled...)
+	for _, s := range sources {
+		for _, n := range s.Notes {
+			fmt.Fprintf(stdio.Err, "dsh: warning: %s: %s\n", s.Path, n)
+		}
+	}
+	for _, f := range found.Findings {
+		if f.Severity == doctor.Warning {
+			fmt.Fprintf(stdio.Err, "dsh: warning: plugins: %s (%s)\n", f.Message, f.Subject)
+		}
+	}
 	if cfgErr != nil {
 		for _, line := range strings.Split(cfgErr.Error(), "\n") {
 			fmt.Fprintln(stdio.Err, "dsh: warning: "+line)

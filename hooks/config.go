@@ -19,9 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,6 +85,9 @@ type Hook struct {
 	Source string
 	// Project is true for hooks from a project directory (they need trust).
 	Project bool
+	// Env is added to the command's environment: a plugin bundle's hooks
+	// get CLAUDE_PLUGIN_ROOT.
+	Env map[string]string
 	// Func, when set, is an in-process hook (a Claude Agent SDK callback
 	// registered over the control protocol): it receives the payload a
 	// command hook reads on stdin and answers with the JSON a command hook
@@ -113,7 +118,13 @@ func (h Hook) key() string {
 	if h.Type == TypePrompt {
 		return "prompt\x00" + h.Prompt + "\x00" + h.Model
 	}
-	return "command\x00" + h.Command
+	k := "command\x00" + h.Command
+	// The same command text in two plugins is two hooks: each runs with
+	// its own plugin's directory.
+	for _, name := range slices.Sorted(maps.Keys(h.Env)) {
+		k += "\x00" + name + "=" + h.Env[name]
+	}
+	return k
 }
 
 // promptEvents are the events on which prompt hooks run (Claude Code
@@ -188,7 +199,27 @@ func Load(dialect string, user, project []string) Config {
 // Claude Code format).
 func (c *Config) AddRaw(source string, events map[string]json.RawMessage, project bool) {
 	b, _ := json.Marshal(map[string]any{"hooks": events})
-	c.add(source, b, project)
+	c.add(source, b, project, nil)
+}
+
+// Extra is how other capabilities add hook documents (plugin bundles'
+// hooks/hooks.json): a function of the working directory, provided on the
+// host before the hooks plugin installs. Hooks of the Claude Code dialect.
+type Extra func(cwd string) []ExtraFile
+
+// ExtraFile is one hook document in Claude Code's settings format.
+type ExtraFile struct {
+	Source string
+	JSON   []byte
+	// Project marks hooks that need the project's trust.
+	Project bool
+	// Env is added to each of its hooks' environment.
+	Env map[string]string
+}
+
+// AddExtra merges a hook document another capability found.
+func (c *Config) AddExtra(f ExtraFile) {
+	c.add(f.Source, f.JSON, f.Project, f.Env)
 }
 
 func (c *Config) addFile(path string, project bool) {
@@ -208,7 +239,7 @@ func (c *Config) addFile(path string, project bool) {
 			return // a config.toml without hooks
 		}
 	}
-	c.add(path, b, project)
+	c.add(path, b, project, nil)
 }
 
 // tomlHooks turns a Codex config.toml into the JSON of its hooks: the
@@ -229,7 +260,7 @@ func tomlHooks(b []byte) ([]byte, error) {
 	return json.Marshal(map[string]any{"hooks": doc.Hooks})
 }
 
-func (c *Config) add(source string, b []byte, project bool) {
+func (c *Config) add(source string, b []byte, project bool, env map[string]string) {
 	var root map[string]json.RawMessage
 	if err := json.Unmarshal(b, &root); err != nil {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("hooks: %s is not a JSON object: %v", source, err))
@@ -285,7 +316,7 @@ func (c *Config) add(source string, b []byte, project bool) {
 				if h.Type != nil {
 					typ = *h.Type
 				}
-				hk := Hook{Type: typ, Source: source, Project: project, Model: h.Model, ContinueOnBlock: h.ContinueOnBlock,
+				hk := Hook{Type: typ, Source: source, Project: project, Env: env, Model: h.Model, ContinueOnBlock: h.ContinueOnBlock,
 					Async: h.Async || h.AsyncRewake}
 				switch typ {
 				case TypeCommand:

@@ -126,6 +126,7 @@ func Plugin(cfg PluginConfig) core.Plugin {
 		}
 		cwd := h.Site.Cwd
 		layers := Key.Layers(cfg.Settings)
+		extra, _ := core.Lookup[Extra](h)
 		var out Bridges
 		for _, dialect := range []string{Claude, Codex} {
 			var mu sync.Mutex
@@ -148,6 +149,11 @@ func Plugin(cfg PluginConfig) core.Plugin {
 							continue // another project's settings do not apply here
 						}
 						c.AddRaw(v.Path, v.Value, project)
+					}
+					if extra != nil {
+						for _, f := range extra(dir) {
+							c.AddExtra(f)
+						}
 					}
 				}
 				cache[dir] = &c

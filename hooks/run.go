@@ -309,6 +309,16 @@ func (r Runner) Run(ctx context.Context, hooks []Hook, payload []byte, event, cw
 // when it exits is killed too, so nothing a hook forks holds dsh up.
 func (r Runner) runCommand(ctx context.Context, h Hook, payload []byte, event, cwd string, env map[string]string) Output {
 	timeout := h.timeout(event)
+	if len(h.Env) > 0 {
+		merged := make(map[string]string, len(env)+len(h.Env))
+		for k, v := range env {
+			merged[k] = v
+		}
+		for k, v := range h.Env {
+			merged[k] = v
+		}
+		env = merged
+	}
 	req := bash.ExecRequest{Command: h.Command, Workdir: cwd, Timeout: timeout, Stdin: payload, Env: env}
 	if r.Sandbox != nil {
 		id, _ := ctx.Value(sessionKey{}).(string)

@@ -290,15 +290,33 @@ func LoadProjectFile(dir string) ([]ServerConfig, error) {
 }
 
 // Configured collects the servers of the settings layers in force, of
-// cwd/.mcp.json and of the user's Claude Code and Codex files (homes).
-// Later sources win by name: Codex's config.toml < ~/.claude.json's
+// cwd/.mcp.json and of the user's Claude Code and Codex files (homes),
+// with extra (plugin bundles' servers) lowest of all.
+// Later sources win by name: extra < Codex's config.toml < ~/.claude.json's
 // mcpServers < $DSH_HOME settings < .mcp.json < ~/.claude.json's entry for
 // this project < project < local < --settings < the command line (Claude
 // Code's order: user < project < local). Servers from the project
 // (.mcp.json, project and local settings) carry Dir = cwd, so they start
 // only in a trusted project. Problems are joined into the error; the
 // valid servers are returned all the same.
-func Configured(c *settings.Config, cwd string, homes Homes) ([]ServerConfig, error) {
+func Configured(c *settings.Config, cwd string, homes Homes, extra ...ServerConfig) ([]ServerConfig, error) {
+	out, _, err := ConfiguredFrom(c, cwd, homes, extra...)
+	return out, err
+}
+
+// Source is another tool's configuration file [ConfiguredFrom] read: how
+// many servers it gave and what in it dsh does not use.
+type Source struct {
+	Path    string
+	Servers int
+	Notes   []string
+}
+
+// ConfiguredFrom is [Configured] that also says which of the user's other
+// tools' files (~/.claude.json, Codex's config.toml) it read, for dsh
+// doctor and stderr: the first place a switching user looks.
+func ConfiguredFrom(c *settings.Config, cwd string, homes Homes, extra ...ServerConfig) ([]ServerConfig, []Source, error) {
+	var sources []Source
 	byName := map[string]ServerConfig{}
 	var errs []error
 	add := func(cs []ServerConfig, err error) {
@@ -323,9 +341,18 @@ func Configured(c *settings.Config, cwd string, homes Homes) ([]ServerConfig, er
 		}
 	}
 	if !StrictKey.Get(c) {
-		add(codexConfig(homes.codex()))
+		add(extra, nil)
+		var notes []string
+		codex, err := codexConfig(homes.codex(), &notes)
+		add(codex, err)
+		if p := filepath.Join(homes.codex(), "config.toml"); homes.codex() != "" && exists(p) {
+			sources = append(sources, Source{Path: p, Servers: len(codex), Notes: notes})
+		}
 		claudeUser, claudeProject, err := claudeJSON(homes.User, cwd)
 		add(claudeUser, err)
+		if p := filepath.Join(homes.User, ".claude.json"); homes.User != "" && exists(p) {
+			sources = append(sources, Source{Path: p, Servers: len(claudeUser) + len(claudeProject)})
+		}
 		layer(settings.LayerUser)
 		if cwd != "" {
 			add(LoadProjectFile(cwd))
@@ -341,7 +368,12 @@ func Configured(c *settings.Config, cwd string, homes Homes) ([]ServerConfig, er
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b ServerConfig) int { return strings.Compare(a.Name, b.Name) })
-	return out, errors.Join(errs...)
+	return out, sources, errors.Join(errs...)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // expand replaces ${VAR} and ${VAR:-default} using lookup. A variable that

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -98,7 +99,7 @@ type codexServer struct {
 // home, in dsh's shape: a bearer_token_env_var becomes an Authorization
 // header reading that variable, env_http_headers headers reading theirs,
 // tool_timeout_sec the per-call timeout and enabled = false disabled.
-func codexConfig(codexHome string) ([]ServerConfig, error) {
+func codexConfig(codexHome string, notes *[]string) ([]ServerConfig, error) {
 	if codexHome == "" {
 		return nil, nil
 	}
@@ -113,8 +114,18 @@ func codexConfig(codexHome string) ([]ServerConfig, error) {
 	var doc struct {
 		MCPServers map[string]codexServer `toml:"mcp_servers"`
 	}
-	if err := toml.Unmarshal(b, &doc); err != nil {
+	md, err := toml.Decode(string(b), &doc)
+	if err != nil {
 		return nil, fmt.Errorf("mcp: %s: %w", path, err)
+	}
+	if notes != nil {
+		// Keys of a server's table dsh does not read are named, not
+		// dropped in silence (the rest of config.toml is not about MCP).
+		for _, k := range md.Undecoded() {
+			if len(k) >= 3 && k[0] == "mcp_servers" {
+				*notes = append(*notes, fmt.Sprintf("mcp_servers.%s.%s: not supported by dsh; ignored", k[1], strings.Join(k[2:], ".")))
+			}
+		}
 	}
 	names := make([]string, 0, len(doc.MCPServers))
 	for n := range doc.MCPServers {

@@ -26,6 +26,11 @@ type PluginConfig struct {
 	Withhold []string
 }
 
+// Extra is how other capabilities add servers (plugin bundles' .mcp.json):
+// a function of the working directory, provided on the host before this
+// plugin installs. Its servers rank below every configuration file.
+type Extra func(cwd string) []ServerConfig
+
 // Plugin is the MCP client capability: one [Manager] for the configured
 // servers of the site's working directory, provided to later plugins and
 // front doors (ACP sessions add their own servers to it), with its servers'
@@ -62,10 +67,23 @@ func Plugin(cfg PluginConfig) core.Plugin {
 		if err := scope.Defer(m.Close); err != nil {
 			return err
 		}
-		if err := scope.Add(checks.Add("mcp", func(context.Context) []doctor.Finding { return m.Findings() })); err != nil {
+		var extra []ServerConfig
+		if f, ok := core.Lookup[Extra](h); ok && f != nil {
+			extra = f(h.Site.Cwd)
+		}
+		servers, sources, err := ConfiguredFrom(cfg.Settings, h.Site.Cwd, Homes{User: h.Site.UserHome, Codex: h.Site.Env("CODEX_HOME")}, extra...)
+		read := SourceFindings(sources)
+		for _, s := range sources {
+			for _, n := range s.Notes {
+				h.Logger.Warn("mcp: "+n, "file", s.Path)
+				h.Site.Warn("mcp: " + s.Path + ": " + n)
+			}
+		}
+		if err := scope.Add(checks.Add("mcp", func(context.Context) []doctor.Finding {
+			return append(append([]doctor.Finding(nil), read...), m.Findings()...)
+		})); err != nil {
 			return err
 		}
-		servers, err := Configured(cfg.Settings, h.Site.Cwd, Homes{User: h.Site.UserHome, Codex: h.Site.Env("CODEX_HOME")})
 		if err != nil {
 			h.Logger.Warn("some MCP servers are misconfigured and were skipped", "err", err)
 		}
@@ -74,4 +92,17 @@ func Plugin(cfg PluginConfig) core.Plugin {
 		}
 		return core.Provide(h, scope, m)
 	}
+}
+
+// SourceFindings name the other tools' files the servers were read from,
+// and what in them dsh does not use.
+func SourceFindings(sources []Source) []doctor.Finding {
+	var out []doctor.Finding
+	for _, s := range sources {
+		out = append(out, doctor.Finding{Severity: doctor.OK, Subject: s.Path, Message: fmt.Sprintf("read: %s (%d MCP server(s))", s.Path, s.Servers)})
+		for _, n := range s.Notes {
+			out = append(out, doctor.Finding{Severity: doctor.Warning, Subject: s.Path, Message: n})
+		}
+	}
+	return out
 }

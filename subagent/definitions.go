@@ -21,6 +21,8 @@ type Definition struct {
 	Model  string
 	Prompt string
 	Path   string
+	// Source is the kind of directory it came from (see [Dir]).
+	Source string
 }
 
 // LoadDefinitions reads *.md files from dirs in order; a later directory's
@@ -29,10 +31,42 @@ type Definition struct {
 // read, or whose tools key names no tool, is left out and reported in the
 // joined error (the other definitions are still returned).
 func LoadDefinitions(dirs ...string) ([]Definition, error) {
+	ds := make([]Dir, len(dirs))
+	for i, d := range dirs {
+		ds[i] = Dir{Path: d}
+	}
+	defs, _, err := Load(ds)
+	return defs, err
+}
+
+// Dir is a directory of agent files.
+type Dir struct {
+	Path string
+	// Source names the directory's kind for dsh doctor ("user",
+	// "project", "plugin formatter").
+	Source string
+	// Prefix starts every agent name from this directory ("formatter:"
+	// for a plugin's agents).
+	Prefix string
+}
+
+// Shadow is an agent a later directory defined again: the file that lost
+// and the one that won.
+type Shadow struct {
+	Name, Path, By string
+}
+
+// Load is [LoadDefinitions] for directories with sources and prefixes,
+// and it says which files were shadowed by a later one of the same name
+// (a user's agent by the project's, ~/.claude/agents by $DSH_HOME/agents),
+// so dsh doctor can tell a switching user why their file is not the one
+// in use.
+func Load(dirs []Dir) ([]Definition, []Shadow, error) {
 	byName := map[string]Definition{}
+	var shadowed []Shadow
 	var errs []error
 	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
+		entries, err := os.ReadDir(dir.Path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
@@ -43,11 +77,16 @@ func LoadDefinitions(dirs ...string) ([]Definition, error) {
 			if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
 				continue
 			}
-			path := filepath.Join(dir, e.Name())
+			path := filepath.Join(dir.Path, e.Name())
 			d, err := parseDefinition(path)
 			if err != nil {
 				errs = append(errs, err)
 				continue
+			}
+			d.Name = dir.Prefix + d.Name
+			d.Source = dir.Source
+			if prev, ok := byName[d.Name]; ok {
+				shadowed = append(shadowed, Shadow{Name: d.Name, Path: prev.Path, By: path})
 			}
 			byName[d.Name] = d
 		}
@@ -57,7 +96,7 @@ func LoadDefinitions(dirs ...string) ([]Definition, error) {
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, errors.Join(errs...)
+	return out, shadowed, errors.Join(errs...)
 }
 
 func parseDefinition(path string) (Definition, error) {

@@ -32,7 +32,12 @@ func Plugin() core.Plugin {
 			}
 		}
 		trusted := h.Site.TrustedDir(h.Site.Cwd)
-		defs, loadErr := subagent.LoadDefinitions(AgentDirs(h.Site, trusted)...)
+		dirs := AgentDirs(h.Site, trusted)
+		if extra, ok := core.Lookup[Extra](h); ok && extra != nil {
+			// Plugin bundles' agents rank below the user's own files.
+			dirs = append(extra(h.Site.Cwd), dirs...)
+		}
+		defs, shadowed, loadErr := subagent.Load(dirs)
 		if loadErr != nil {
 			h.Logger.Warn("some custom agent definitions could not be read", "err", loadErr)
 		}
@@ -54,7 +59,7 @@ func Plugin() core.Plugin {
 			return err
 		}
 		if checks, ok := core.Lookup[*doctor.Registry](h); ok {
-			findings := agentFindings(h.Site, trusted, defs, loadErr, notes)
+			findings := agentFindings(h.Site, trusted, defs, shadowed, loadErr, notes)
 			if err := scope.Add(checks.Add("agents", func(context.Context) []doctor.Finding { return findings })); err != nil {
 				return err
 			}
@@ -66,18 +71,25 @@ func Plugin() core.Plugin {
 	}
 }
 
+// Extra is how other capabilities add agent directories (plugin
+// bundles): a function of the working directory, provided on the host
+// before this plugin installs.
+type Extra func(cwd string) []subagent.Dir
+
 // AgentDirs are the directories of custom agent files, lowest precedence
 // first: Claude Code's ~/.claude/agents, $DSH_HOME/agents, then the
 // project's .claude/agents and .dsh/agents once it is trusted. A later
 // file of the same name wins.
-func AgentDirs(site core.Site, trusted bool) []string {
-	var dirs []string
+func AgentDirs(site core.Site, trusted bool) []subagent.Dir {
+	var dirs []subagent.Dir
 	if site.UserHome != "" {
-		dirs = append(dirs, filepath.Join(site.UserHome, ".claude", "agents"))
+		dirs = append(dirs, subagent.Dir{Path: filepath.Join(site.UserHome, ".claude", "agents"), Source: "user"})
 	}
-	dirs = append(dirs, filepath.Join(site.Home, "agents"))
+	dirs = append(dirs, subagent.Dir{Path: filepath.Join(site.Home, "agents"), Source: "user"})
 	if trusted {
-		dirs = append(dirs, filepath.Join(site.Cwd, ".claude", "agents"), filepath.Join(site.Cwd, ".dsh", "agents"))
+		dirs = append(dirs,
+			subagent.Dir{Path: filepath.Join(site.Cwd, ".claude", "agents"), Source: "project"},
+			subagent.Dir{Path: filepath.Join(site.Cwd, ".dsh", "agents"), Source: "project"})
 	}
 	return dirs
 }
@@ -103,10 +115,17 @@ func fitModel(h *core.Host, d *subagent.Definition) string {
 	return fmt.Sprintf("agent %s: model %q is not configured here, so it uses the main model (define an alias %q in settings to choose one)", d.Name, m, m)
 }
 
-func agentFindings(site core.Site, trusted bool, defs []subagent.Definition, loadErr error, notes []doctor.Finding) []doctor.Finding {
+func agentFindings(site core.Site, trusted bool, defs []subagent.Definition, shadowed []subagent.Shadow, loadErr error, notes []doctor.Finding) []doctor.Finding {
 	var out []doctor.Finding
 	for _, d := range defs {
-		out = append(out, doctor.Finding{Severity: doctor.OK, Subject: d.Path, Message: "used: agent " + d.Name + " (a choice of the task tool)"})
+		src := ""
+		if d.Source != "" {
+			src = ", " + d.Source
+		}
+		out = append(out, doctor.Finding{Severity: doctor.OK, Subject: d.Path, Message: "used: agent " + d.Name + " (a choice of the task tool" + src + ")"})
+	}
+	for _, s := range shadowed {
+		out = append(out, doctor.Finding{Severity: doctor.Info, Subject: s.Path, Message: "shadowed: agent " + s.Name + " is defined again by " + s.By + ", which is the one used"})
 	}
 	out = append(out, notes...)
 	if loadErr != nil {
