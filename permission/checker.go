@@ -432,6 +432,15 @@ func (d Decision) By() string {
 // working directory (the project root); "" means the call's host's, then
 // Config.Cwd.
 func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decision {
+	_, final := c.Explain(ctx, call, cwd)
+	return final
+}
+
+// Explain decides one call as [Checker.Decide] does and also returns the
+// decision before the sandbox had its say (the rules, the mode and the
+// parsed command line alone), so `dsh sandbox explain` can show both and
+// why they differ.
+func (c *Checker) Explain(ctx context.Context, call tool.Call, cwd string) (parser, final Decision) {
 	if cwd == "" && call.Host != nil {
 		cwd = call.Host.Cwd()
 	}
@@ -441,7 +450,8 @@ func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decisi
 	mode, rules := c.rulesFor(sessionOf(call))
 	if forceAllow != nil {
 		if reason, ok := forceAllow(call); ok {
-			return Decision{Behavior: Allow, Mode: mode, Reason: reason}
+			d := Decision{Behavior: Allow, Mode: mode, Reason: reason}
+			return d, d
 		}
 	}
 	d := &decider{c: c, mode: mode, rules: rules, cwd: filepath.Clean(cwd), call: call, name: canonical(call.Name)}
@@ -453,7 +463,7 @@ func (c *Checker) Decide(ctx context.Context, call tool.Call, cwd string) Decisi
 	if out.Behavior != Ask {
 		out.Suggest = nil
 	}
-	return c.sandboxDecision(ctx, call, mode, out)
+	return out, c.sandboxDecision(ctx, call, mode, out)
 }
 
 // realDir resolves a workspace directory once: roots change rarely, and
