@@ -4,7 +4,12 @@
 package wiretest
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
+	"syscall"
+	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -153,7 +158,7 @@ func replace(msgs []llm.Message, i, j int, m llm.Message) []llm.Message {
 // Request draws the rest of a request around msgs.
 func Request(t *rapid.T, session string, msgs []llm.Message) *llm.Request {
 	req := &llm.Request{Model: rapid.SampledFrom([]string{"p/model-a", "model-b"}).Draw(t, "model"), Messages: msgs, SessionID: session,
-		System: rapid.SampledFrom([]string{"", " ", "You are terse.", "<rules>&</rules>"}).Draw(t, "system"),
+		System:    rapid.SampledFrom([]string{"", " ", "You are terse.", "<rules>&</rules>"}).Draw(t, "system"),
 		MaxTokens: rapid.SampledFrom([]int{0, 0, 100, 64000}).Draw(t, "maxTokens")}
 	if rapid.Bool().Draw(t, "temp") {
 		v := 0.5
@@ -189,4 +194,74 @@ func Step(i, output int) []llm.Message {
 		{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("Reading the next file."), llm.ToolCall(id, "read", `{"path":"src/parser.go","offset":120}`)}},
 		{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockToolResult, ToolCallID: id, Content: []llm.Block{llm.Text(body)}}}},
 	}
+}
+
+// Encoder builds a request body.
+type Encoder func(*llm.Request) ([]byte, error)
+
+// Bodies runs random requests of two interleaved sessions whose histories
+// change as an agent's do, and fails when the cached encoder's body differs
+// from the whole one's by a byte (or only one of them fails). decorate, if
+// not nil, adds what only one provider supports to each request.
+func Bodies(t *rapid.T, cached, whole Encoder, decorate func(*rapid.T, *llm.Request)) {
+	sessions := []*History{{}, {}}
+	for range rapid.IntRange(1, 16).Draw(t, "requests") {
+		s := rapid.IntRange(0, 1).Draw(t, "session")
+		h := sessions[s]
+		h.Change(t)
+		req := Request(t, []string{"s1", "s2"}[s], h.Msgs)
+		if decorate != nil {
+			decorate(t, req)
+		}
+		want, werr := whole(req)
+		got, gerr := cached(req)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("errors differ: whole %v, cached %v", werr, gerr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("cached body differs from a whole re-encode\n got: %s\nwant: %s", got, want)
+		}
+	}
+}
+
+// Bench measures building the request of the next step of a session whose
+// history holds depth tool steps of 1 KB outputs, for each depth and each
+// encoder newEncoders returns (fresh per sub-benchmark, so caches start
+// empty): each op first drops the oldest step and adds a new one, as a
+// pruning agent's history moves, so the depth stays constant.
+func Bench(b *testing.B, model string, newEncoders func() map[string]Encoder) {
+	for _, depth := range []int{10, 200, 2000} {
+		for _, mode := range []string{"whole", "cached"} {
+			b.Run(fmt.Sprintf("depth=%d/%s", depth, mode), func(b *testing.B) {
+				build := newEncoders()[mode]
+				base := Steps(depth, 1024)
+				req := &llm.Request{Model: model, System: "You are a coding agent.", SessionID: "s", Messages: base,
+					Tools: []llm.ToolSchema{{Name: "read", Description: "Read a file", Parameters: []byte(`{"type":"object"}`)}}}
+				if _, err := build(req); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu := cpuTime()
+				for i := 0; b.Loop(); i++ {
+					b.StopTimer()
+					base = append(append([]llm.Message{base[0]}, base[3:]...), Step(depth+i, 1024)...)
+					req.Messages = base
+					b.StartTimer()
+					if _, err := build(req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
+
+// cpuTime is the process's user+system CPU time: per op beside wall time,
+// it stays meaningful on a machine busy with other work.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

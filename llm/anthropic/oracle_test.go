@@ -1,9 +1,7 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
-	"strings"
 
 	"github.com/dshq/dsh/llm"
 )
@@ -17,39 +15,21 @@ type wireMessage struct {
 	Content []wireBlock `json:"content"`
 }
 
+// wholeRequest is the request as one struct: the fields before the
+// messages, the messages, and the rest, in that order on the wire.
 type wholeRequest struct {
-	Model         string          `json:"model"`
-	MaxTokens     int             `json:"max_tokens"`
-	System        []wireBlock     `json:"system,omitempty"`
-	Messages      []wireMessage   `json:"messages"`
-	Tools         []wireTool      `json:"tools,omitempty"`
-	ToolChoice    *toolChoice     `json:"tool_choice,omitempty"`
-	Temperature   *float64        `json:"temperature,omitempty"`
-	StopSequences []string        `json:"stop_sequences,omitempty"`
-	Thinking      *thinkingConfig `json:"thinking,omitempty"`
-	Stream        bool            `json:"stream"`
+	head
+	Messages []wireMessage `json:"messages"`
+	tail
 }
 
 // wholeBody is RequestBody before the wire cache.
 func (a *Adapter) wholeBody(req *llm.Request) ([]byte, error) {
-	model := a.wireModel(req.Model)
-	w := wholeRequest{
-		Model:         model,
-		MaxTokens:     a.maxTokens(model, req.MaxTokens),
-		Stream:        true,
-		StopSequences: req.Stop,
-		Temperature:   req.Temperature,
+	h, t, err := a.fields(req)
+	if err != nil {
+		return nil, err
 	}
-	if a.cfg.ThinkingBudget > 0 {
-		w.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: a.cfg.ThinkingBudget}
-		w.Temperature = nil
-		if w.MaxTokens <= a.cfg.ThinkingBudget {
-			w.MaxTokens = a.cfg.ThinkingBudget + DefaultMaxTokens
-		}
-	}
-	if !blank(req.System) {
-		w.System = append(w.System, textBlock(req.System, ""))
-	}
+	w := wholeRequest{head: h, tail: t}
 	msgs := make([]wireMessage, 0, len(req.Messages)+1)
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -66,44 +46,9 @@ func (a *Adapter) wholeBody(req *llm.Request) ([]byte, error) {
 		}
 	}
 	if len(req.Prefill) > 0 {
-		var pre []wireBlock
-		for i, b := range req.Prefill {
-			if b.Type != llm.BlockText {
-				continue
-			}
-			t := b.Text
-			if i == len(req.Prefill)-1 {
-				t = strings.TrimRight(t, " \t\r\n") // the API rejects trailing whitespace here
-			}
-			if !blank(t) {
-				pre = append(pre, textBlock(t, ""))
-			}
-		}
-		msgs = append(msgs, wireMessage{Role: "assistant", Content: pre})
+		msgs = append(msgs, wireMessage{Role: "assistant", Content: prefillBlocks(req.Prefill)})
 	}
 	w.Messages = mergeMessages(msgs)
-
-	for _, t := range req.Tools {
-		params := bytes.TrimSpace(t.Parameters)
-		if len(params) == 0 || string(params) == "null" {
-			params = []byte(`{"type":"object","properties":{}}`)
-		}
-		if !json.Valid(params) {
-			return nil, a.client.Errorf(llm.CodeBadRequest, "tool %q: parameters are not valid JSON", t.Name)
-		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: params})
-	}
-	if len(w.Tools) > 0 {
-		switch req.ToolChoice {
-		case "":
-		case "auto", "none":
-			w.ToolChoice = &toolChoice{Type: req.ToolChoice}
-		case "required":
-			w.ToolChoice = &toolChoice{Type: "any"}
-		default:
-			w.ToolChoice = &toolChoice{Type: "tool", Name: req.ToolChoice}
-		}
-	}
 	wholeBreakpoints(a, &w)
 	return json.Marshal(w)
 }

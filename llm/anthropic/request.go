@@ -166,6 +166,64 @@ func encode(m llm.Message, _ uint8) encoded {
 	return e
 }
 
+// fields returns everything of the request but its messages: the model,
+// output limit and system prompt before them, the tools and options after.
+func (a *Adapter) fields(req *llm.Request) (head, tail, error) {
+	model := a.wireModel(req.Model)
+	h := head{Model: model, MaxTokens: a.maxTokens(model, req.MaxTokens)}
+	t := tail{Stream: true, StopSequences: req.Stop, Temperature: req.Temperature}
+	if a.cfg.ThinkingBudget > 0 {
+		t.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: a.cfg.ThinkingBudget}
+		t.Temperature = nil
+		if h.MaxTokens <= a.cfg.ThinkingBudget {
+			h.MaxTokens = a.cfg.ThinkingBudget + DefaultMaxTokens
+		}
+	}
+	if !blank(req.System) {
+		h.System = append(h.System, textBlock(req.System, ""))
+	}
+	for _, tl := range req.Tools {
+		params := bytes.TrimSpace(tl.Parameters)
+		if len(params) == 0 || string(params) == "null" {
+			params = []byte(`{"type":"object","properties":{}}`)
+		}
+		if !json.Valid(params) {
+			return h, t, a.client.Errorf(llm.CodeBadRequest, "tool %q: parameters are not valid JSON", tl.Name)
+		}
+		t.Tools = append(t.Tools, wireTool{Name: tl.Name, Description: tl.Description, InputSchema: params})
+	}
+	if len(t.Tools) > 0 {
+		switch req.ToolChoice {
+		case "":
+		case "auto", "none":
+			t.ToolChoice = &toolChoice{Type: req.ToolChoice}
+		case "required":
+			t.ToolChoice = &toolChoice{Type: "any"}
+		default:
+			t.ToolChoice = &toolChoice{Type: "tool", Name: req.ToolChoice}
+		}
+	}
+	return h, t, nil
+}
+
+// prefillBlocks is the assistant turn a request's prefill becomes.
+func prefillBlocks(prefill []llm.Block) []wireBlock {
+	var pre []wireBlock
+	for i, b := range prefill {
+		if b.Type != llm.BlockText {
+			continue
+		}
+		txt := b.Text
+		if i == len(prefill)-1 {
+			txt = strings.TrimRight(txt, " \t\r\n") // the API rejects trailing whitespace here
+		}
+		if !blank(txt) {
+			pre = append(pre, textBlock(txt, ""))
+		}
+	}
+	return pre
+}
+
 // group is one wire message: consecutive history messages of one role,
 // merged (the API requires alternation).
 type group struct {
@@ -182,18 +240,9 @@ const autoMarker = `,"cache_control":{"type":"ephemeral"}`
 // what marshalling the whole request at once would write, built from the
 // session's cached message encodings plus the new messages.
 func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
-	model := a.wireModel(req.Model)
-	h := head{Model: model, MaxTokens: a.maxTokens(model, req.MaxTokens)}
-	t := tail{Stream: true, StopSequences: req.Stop, Temperature: req.Temperature}
-	if a.cfg.ThinkingBudget > 0 {
-		t.Thinking = &thinkingConfig{Type: "enabled", BudgetTokens: a.cfg.ThinkingBudget}
-		t.Temperature = nil
-		if h.MaxTokens <= a.cfg.ThinkingBudget {
-			h.MaxTokens = a.cfg.ThinkingBudget + DefaultMaxTokens
-		}
-	}
-	if !blank(req.System) {
-		h.System = append(h.System, textBlock(req.System, ""))
+	h, t, err := a.fields(req)
+	if err != nil {
+		return nil, err
 	}
 	encs := a.wire.Encode(req.SessionID, req.Messages, nil, encode)
 	// One slice backs every group's blocks: a group only ever grows while
@@ -232,20 +281,7 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 		}
 	}
 	if len(req.Prefill) > 0 {
-		var pre []wireBlock
-		for i, b := range req.Prefill {
-			if b.Type != llm.BlockText {
-				continue
-			}
-			txt := b.Text
-			if i == len(req.Prefill)-1 {
-				txt = strings.TrimRight(txt, " \t\r\n") // the API rejects trailing whitespace here
-			}
-			if !blank(txt) {
-				pre = append(pre, textBlock(txt, ""))
-			}
-		}
-		bs, err := encodeBlocks(pre)
+		bs, err := encodeBlocks(prefillBlocks(req.Prefill))
 		if err != nil {
 			return nil, err
 		}
@@ -263,28 +299,6 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 				}
 				return 1
 			})
-		}
-	}
-
-	for _, tl := range req.Tools {
-		params := bytes.TrimSpace(tl.Parameters)
-		if len(params) == 0 || string(params) == "null" {
-			params = []byte(`{"type":"object","properties":{}}`)
-		}
-		if !json.Valid(params) {
-			return nil, a.client.Errorf(llm.CodeBadRequest, "tool %q: parameters are not valid JSON", tl.Name)
-		}
-		t.Tools = append(t.Tools, wireTool{Name: tl.Name, Description: tl.Description, InputSchema: params})
-	}
-	if len(t.Tools) > 0 {
-		switch req.ToolChoice {
-		case "":
-		case "auto", "none":
-			t.ToolChoice = &toolChoice{Type: req.ToolChoice}
-		case "required":
-			t.ToolChoice = &toolChoice{Type: "any"}
-		default:
-			t.ToolChoice = &toolChoice{Type: "tool", Name: req.ToolChoice}
 		}
 	}
 

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -24,23 +23,10 @@ func TestWireCacheByteIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sessions := []*wiretest.History{{}, {}}
-		for range rapid.IntRange(1, 16).Draw(t, "requests") {
-			s := rapid.IntRange(0, 1).Draw(t, "session")
-			h := sessions[s]
-			h.Change(t)
-			req := wiretest.Request(t, []string{"s1", "s2"}[s], h.Msgs)
+		wiretest.Bodies(t, a.RequestBody, a.wholeBody, func(t *rapid.T, req *llm.Request) {
 			if rapid.IntRange(0, 4).Draw(t, "prefill") == 0 {
 				req.Prefill = []llm.Block{llm.Text("{ "), {Type: llm.BlockImage}, llm.Text("The answer: \n")}
 			}
-			want, werr := a.wholeBody(req)
-			got, gerr := a.RequestBody(req)
-			if (werr == nil) != (gerr == nil) {
-				t.Fatalf("errors differ: whole %v, cached %v", werr, gerr)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("cached body differs from a whole re-encode\n got: %s\nwant: %s", got, want)
-			}
-		}
+		})
 	})
 }

@@ -80,18 +80,9 @@ type tail struct {
 	Stop                []string        `json:"stop,omitempty"`
 }
 
-// encoded is the wire form of one history message: the comma-separated
-// wire messages it becomes (none, one, or a tool message per result plus
-// the user's own).
-type encoded struct {
-	json []byte
-	err  error
-}
-
-// RequestBody returns the JSON body the adapter sends for req: exactly
-// what marshalling the whole request at once would write, built from the
-// session's cached message encodings plus the new messages.
-func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
+// fields returns everything of the request after its messages: the
+// options and the tools.
+func (a *Adapter) fields(req *llm.Request) (tail, error) {
 	w := tail{
 		Stream:      true,
 		Temperature: req.Temperature,
@@ -117,7 +108,7 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 			params = []byte(`{"type":"object","properties":{}}`)
 		}
 		if !json.Valid(params) {
-			return nil, a.badRequest("tool %q: parameters are not valid JSON", t.Name)
+			return w, a.badRequest("tool %q: parameters are not valid JSON", t.Name)
 		}
 		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireToolFunc{
 			Name: t.Name, Description: t.Description, Parameters: params, Strict: t.Strict}})
@@ -131,6 +122,25 @@ func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
 			w.ToolChoice, _ = json.Marshal(map[string]any{
 				"type": "function", "function": map[string]string{"name": req.ToolChoice}})
 		}
+	}
+	return w, nil
+}
+
+// encoded is the wire form of one history message: the comma-separated
+// wire messages it becomes (none, one, or a tool message per result plus
+// the user's own).
+type encoded struct {
+	json []byte
+	err  error
+}
+
+// RequestBody returns the JSON body the adapter sends for req: exactly
+// what marshalling the whole request at once would write, built from the
+// session's cached message encodings plus the new messages.
+func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
+	w, err := a.fields(req)
+	if err != nil {
+		return nil, err
 	}
 	hj, err := json.Marshal(head{Model: a.wireModel(req.Model)})
 	if err != nil {

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -25,20 +24,6 @@ func TestWireCacheByteIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sessions := []*wiretest.History{{}, {}}
-		for range rapid.IntRange(1, 16).Draw(t, "requests") {
-			s := rapid.IntRange(0, 1).Draw(t, "session")
-			h := sessions[s]
-			h.Change(t)
-			req := wiretest.Request(t, []string{"s1", "s2"}[s], h.Msgs)
-			want, werr := a.wholeBody(req)
-			got, gerr := a.RequestBody(req)
-			if (werr == nil) != (gerr == nil) {
-				t.Fatalf("errors differ: whole %v, cached %v", werr, gerr)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("cached body differs from a whole re-encode\n got: %s\nwant: %s", got, want)
-			}
-		}
+		wiretest.Bodies(t, a.RequestBody, a.wholeBody, nil)
 	})
 }
