@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dshq/dsh/bundles"
 	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/memory"
 	"github.com/dshq/dsh/skills"
@@ -16,7 +17,8 @@ import (
 // 21's budget: under 5 ms with 50 commands, 50 skills and 5 memory files):
 // a cold read of each — new loaders, nothing cached — and what the first
 // request needs of them: the memory section, the skill index and the
-// command list (the terminal's completion and the stream-json init line).
+// command list (the terminal's completion and the stream-json init line),
+// and the look for enabled Claude Code plugins (none here).
 func BenchmarkDropinStart(b *testing.B) {
 	home, proj := b.TempDir(), b.TempDir()
 	put := func(p, s string) {
@@ -47,6 +49,8 @@ func BenchmarkDropinStart(b *testing.B) {
 		mem := l.Load(proj)
 		cmds := commands.Load(nil, []commands.Dir{{Path: filepath.Join(proj, ".claude", "commands"), Source: "project"}})
 		ks := skills.Load([]skills.Dir{{Path: filepath.Join(proj, ".claude", "skills"), Source: "project"}})
+		// No plugin is enabled: what a start pays to find that out.
+		found := bundles.Find(bundles.Locations{UserHome: home, Project: proj}, true)
 		section, index := mem.Render(), ks.Index()
 		var names []string
 		for _, c := range cmds.All() {
@@ -54,7 +58,7 @@ func BenchmarkDropinStart(b *testing.B) {
 		}
 		if check {
 			check = false
-			if len(mem.Files) != 5 || len(cmds.All()) != 50 || len(ks.All()) != 50 || section == "" || !strings.Contains(index, "skill-49") || len(names) != 50 {
+			if len(found.Bundles) != 0 || len(mem.Files) != 5 || len(cmds.All()) != 50 || len(ks.All()) != 50 || section == "" || !strings.Contains(index, "skill-49") || len(names) != 50 {
 				b.Fatalf("loaded %d memory files, %d commands, %d skills", len(mem.Files), len(cmds.All()), len(ks.All()))
 			}
 		}
