@@ -302,8 +302,9 @@ func runHeadless(ctx context.Context, stdio IO, a *app.App, f flags, args []stri
 		Open:                   app.OpenOptions{Resume: resume, Fork: h.forkSession, SessionID: session.ID(h.sessionID)},
 		IncludePartialMessages: h.includePartialMessages, PermissionPromptTool: h.permissionPromptTool,
 		JSONSchema: schema, MaxBudgetUSD: h.maxBudgetUSD, SystemPrompt: h.systemPrompt,
-		ReportState: stdio.Env("CLAUDE_CODE_SDK_READS_SESSION_STATE") != "",
-		Version:     Version, Logger: log,
+		ReportState:        stdio.Env("CLAUDE_CODE_SDK_READS_SESSION_STATE") != "",
+		ReplayUserMessages: h.replayUserMessages,
+		Version:            Version, Logger: log,
 	})
 	if err != nil || code != 0 {
 		if err == nil {

@@ -262,6 +262,8 @@ func (c *control) handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		return map[string]any{"mcp_response": map[string]any{"jsonrpc": "2.0", "result": map[string]any{}, "id": 0}}, nil
 	case "mcp_status":
 		return map[string]any{"mcpServers": r.initLine().MCPServers}, nil
+	case "rewind_files":
+		return r.rewindFiles(ctx, raw)
 	case "get_binary_version":
 		return map[string]any{"version": r.o.Version}, nil
 	}
@@ -431,9 +433,15 @@ func (r *run) line(ctx context.Context, c *control, b []byte, work chan<- func()
 			return
 		}
 		inject := in.ShouldQuery != nil && !*in.ShouldQuery
+		uuid := in.UUID
 		work <- func() {
 			if !r.ensureOpen(ctx) {
 				return
+			}
+			if uuid != "" && !inject {
+				r.mu.Lock()
+				r.pendingUUIDs = append(r.pendingUUIDs, uuid)
+				r.mu.Unlock()
 			}
 			var err error
 			if inject {
@@ -507,6 +515,8 @@ func userContent(raw json.RawMessage) ([]llm.Block, error) {
 // goroutine, after an initialize that came first: SessionStart callbacks
 // are registered by then). A failure stops every later prompt.
 func (r *run) ensureOpen(ctx context.Context) bool {
+	r.openMu.Lock()
+	defer r.openMu.Unlock()
 	if r.openErr != nil {
 		return false
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/checkpoint"
 	"github.com/dshq/dsh/commands"
 	"github.com/dshq/dsh/internal/claudemsg"
 	"github.com/dshq/dsh/llm"
@@ -97,6 +98,10 @@ type Options struct {
 	// started, a tool runs, the model wrote), for callers that report
 	// progress (dsh mcp serve).
 	Progress func(step int, message string)
+	// ReplayUserMessages echoes the user's messages as user lines with
+	// isReplay and their uuid (stream-json; --replay-user-messages): the
+	// uuid is what rewind_files takes.
+	ReplayUserMessages bool
 	// Version is reported as claude_code_version.
 	Version string
 	Logger  *slog.Logger
@@ -135,6 +140,16 @@ type run struct {
 	openErr  error
 	openCode int
 	sdkHooks *sdkHooks
+	// pendingUUIDs are uuids of user lines the client sent, waiting for
+	// their user/message events; clientUUIDs maps each to its event's seq
+	// (rewind_files names messages by them).
+	pendingUUIDs []string
+	clientUUIDs  map[string]int64
+	// openMu serializes opening the session (the work goroutine, a
+	// rewind_files request).
+	openMu sync.Mutex
+	// rewindTurn is the open one-shot turn of a rewind (0: none).
+	rewindTurn int
 }
 
 // Run runs the session and writes its output. It returns the process exit
@@ -404,6 +419,14 @@ func (r *run) event(e session.Event) {
 	switch e.Type {
 	case session.TypeTurnStart:
 		ts, _ := session.Decode[session.TurnStart](e)
+		if ts.Trigger.Kind == checkpoint.TriggerRewind {
+			// A rewind's one-shot turn (rewind_files) is no turn of the
+			// client's: no init, no result line.
+			r.mu.Lock()
+			r.rewindTurn = ts.Turn
+			r.mu.Unlock()
+			return
+		}
 		r.mu.Lock()
 		r.stats = &turnStats{turn: ts.Turn, startMS: e.Time}
 		r.mu.Unlock()
@@ -476,6 +499,29 @@ func (r *run) event(e session.Event) {
 				_ = r.w.write(assistantLine{Type: "assistant", Message: en.Assistant, UUID: en.UUID, SessionID: r.sid})
 			}
 		}
+	case session.TypeUserMessage:
+		p, err := session.Decode[session.Prompt](e)
+		if err != nil || p.Source.OrUser().Kind != "user" {
+			return
+		}
+		uuid := ""
+		r.mu.Lock()
+		if len(r.pendingUUIDs) > 0 {
+			uuid, r.pendingUUIDs = r.pendingUUIDs[0], r.pendingUUIDs[1:]
+			if r.clientUUIDs == nil {
+				r.clientUUIDs = map[string]int64{}
+			}
+			r.clientUUIDs[uuid] = e.Seq
+		}
+		r.mu.Unlock()
+		if stream && r.o.ReplayUserMessages {
+			for _, en := range r.conv.Event(e) {
+				if uuid == "" {
+					uuid = en.UUID
+				}
+				_ = r.w.write(userLine{Type: "user", Message: en.User, UUID: uuid, SessionID: r.sid, IsReplay: true})
+			}
+		}
 	case session.TypeToolResult:
 		if stream {
 			for _, en := range r.conv.Event(e) {
@@ -488,6 +534,11 @@ func (r *run) event(e session.Event) {
 			return
 		}
 		r.mu.Lock()
+		if te.Turn == r.rewindTurn && te.Turn != 0 {
+			r.rewindTurn = 0
+			r.mu.Unlock()
+			return
+		}
 		st := r.stats
 		if st == nil {
 			st = &turnStats{turn: te.Turn, startMS: e.Time}

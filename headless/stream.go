@@ -77,6 +77,7 @@ type userLine struct {
 	ParentToolUseID *string                `json:"parent_tool_use_id"`
 	UUID            string                 `json:"uuid"`
 	SessionID       string                 `json:"session_id"`
+	IsReplay        bool                   `json:"isReplay,omitempty"`
 }
 
 type streamEventLine struct {

@@ -5,6 +5,8 @@
 // messages the SDK yielded and what the callbacks saw.
 import { query, tool, createSdkMcpServer } from "@anthropic-ai/claude-agent-sdk";
 import { z } from "zod";
+import fs from "node:fs";
+import path from "node:path";
 
 const scenario = process.argv[2];
 const bin = process.env.DSH_BIN;
@@ -16,6 +18,7 @@ const base = {
   stderr: (s) => stderr.push(s),
 };
 const stderr = [];
+let stage = "";
 const seen = { canUseTool: [], hooks: [], mcpCalls: [] };
 
 async function collect(q, onMessage) {
@@ -33,8 +36,10 @@ function channel() {
   let wake;
   let closed = false;
   return {
-    push(text) {
-      queue.push({ type: "user", message: { role: "user", content: text }, parent_tool_use_id: null, session_id: "" });
+    push(text, uuid) {
+      const m = { type: "user", message: { role: "user", content: text }, parent_tool_use_id: null, session_id: "" };
+      if (uuid) m.uuid = uuid;
+      queue.push(m);
       wake?.();
     },
     close() { closed = true; wake?.(); },
@@ -181,6 +186,59 @@ const scenarios = {
       }
     });
     return { messages };
+  },
+
+  // File checkpoints as the SDK's docs use them: enableFileCheckpointing,
+  // replayed user messages for their uuids, rewindFiles (a dry run, a
+  // refusal over the user's own edit, an unknown id, a client's uuid),
+  // then a resumed process that rewinds to the first message.
+  async rewind() {
+    try {
+      return await this.rewindInner();
+    } catch (e) {
+      throw new Error(`${e} at stage ${stage} (stderr ${stderr.join("")})`);
+    }
+  },
+
+  async rewindInner() {
+    const opts = { ...base, enableFileCheckpointing: true, permissionMode: "bypassPermissions", extraArgs: { "replay-user-messages": null } };
+    const made = path.join(cwd, "made.txt");
+    const input = channel();
+    input.push("make a file");
+    const q = query({ prompt: input, options: opts });
+    const replays = [];
+    const calls = {};
+    let results = 0;
+    const messages_so_far = [];
+    const messages = await collect(q, async (m, q) => {
+      messages_so_far.push(m);
+      if (m.type === "user" && m.isReplay) replays.push({ uuid: m.uuid, text: JSON.stringify(m.message.content) });
+      if (m.type !== "result") return;
+      results++;
+      if (results === 1) {
+        input.push("edit keep", "11111111-2222-4333-8444-555555555555");
+        return;
+      }
+      calls.keepAfter = fs.readFileSync(path.join(cwd, "keep.txt"), "utf8");
+      stage = "dry"; calls.dry = await q.rewindFiles(replays[0].uuid, { dryRun: true });
+      stage = "client"; calls.client = await q.rewindFiles("11111111-2222-4333-8444-555555555555", { dryRun: true });
+      stage = "unknown"; calls.unknown = await q.rewindFiles("00000000-0000-4000-8000-000000000000", { dryRun: true });
+      if (!fs.existsSync(made)) throw new Error("the agent made no made.txt; messages: " + JSON.stringify(messages_so_far));
+      const agents = fs.readFileSync(made, "utf8");
+      fs.writeFileSync(made, "the user's edit\n");
+      stage = "refused"; calls.refused = await q.rewindFiles(replays[0].uuid);
+      fs.writeFileSync(made, agents);
+      input.close();
+    });
+    const id = messages.find((m) => m.type === "result").session_id;
+    const again = channel();
+    again.push("status?");
+    const resumed = await collect(query({ prompt: again, options: { ...opts, resume: id } }), async (m, q) => {
+      if (m.type !== "result") return;
+      stage = "resumed"; calls.resumed = await q.rewindFiles(replays[0].uuid);
+      again.close();
+    });
+    return { messages, resumed, replays, calls, id };
   },
 
   async resume() {
