@@ -294,7 +294,13 @@ func (r *sess) attach(h *agent.Handle, replay bool) bool {
 		r.mode = m.Mode(r.id)
 	}
 	r.tr.cwd = r.cwd()
-	events := h.Agent.Session().Events()
+	events, err := h.Agent.Session().Log(context.Background())
+	if err != nil {
+		// The store failed to give back released payloads: replay what
+		// memory holds (released events translate to nothing) and say so.
+		r.srv.log.Warn("acp: reading the log for replay", "session", r.id, "err", err)
+		events = h.Agent.Session().Events()
+	}
 	if replay {
 		r.replayLocked(events)
 	}
@@ -319,7 +325,12 @@ func (r *sess) replayLocked(events []session.Event) {
 func (r *sess) replayLive() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.replayLocked(r.ag.Session().Events())
+	events, err := r.ag.Session().Log(context.Background())
+	if err != nil {
+		r.srv.log.Warn("acp: reading the log for replay", "session", r.id, "err", err)
+		events = r.ag.Session().Events()
+	}
+	r.replayLocked(events)
 }
 
 // dispose stops the agent: a running turn ends "disposed", the loop exits
@@ -884,10 +895,10 @@ func quiet(a agent.Agent) bool {
 func (r *sess) settleFromLog(p *promptSlot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	events := r.ag.Session().Events()
+	events := r.ag.Session().Since(p.watermark) // Decode reads back what was released
 	turn := p.turn
 	var end *session.EndReason
-	for _, e := range events[min(int(p.watermark), len(events)):] {
+	for _, e := range events {
 		switch e.Type {
 		case session.TypeTurnStart:
 			if turn == 0 {

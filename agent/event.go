@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/dshq/dsh/llm"
@@ -114,13 +113,16 @@ func (e Event) TurnEnd() (TurnResult, bool) {
 	if e.s == nil {
 		return r, true
 	}
-	events := e.s.Events()
-	if e.Seq >= int64(len(events)) {
+	if e.Seq >= int64(e.s.Len()) {
 		return r, true
 	}
 	textFound := false
-	for i := e.Seq - 1; i >= 0; i-- {
-		ev := events[i]
+	var turnEvents []session.Event
+	e.s.Backward(e.Seq, func(ev session.Event) bool {
+		turnEvents = append(turnEvents, ev)
+		return ev.Type != session.TypeTurnStart
+	})
+	for _, ev := range turnEvents {
 		switch ev.Type {
 		case session.TypeTurnStart:
 			return r, true
@@ -150,8 +152,6 @@ func decodeIf[T any](e Event, typ string) (T, bool) {
 	if e.Type != typ {
 		return v, false
 	}
-	if err := json.Unmarshal(e.Data, &v); err != nil {
-		return v, false
-	}
-	return v, true
+	v, err := session.Decode[T](e.Event)
+	return v, err == nil
 }

@@ -91,7 +91,7 @@ func (h history) turn(n int) (turnRec, bool) {
 func readHistory(s *session.Session) history {
 	var h history
 	open := map[string]int{}
-	for _, e := range s.Events() {
+	for e := range s.Scan(0) {
 		h.last = e.Seq
 		switch e.Type {
 		case session.TypeTurnStart:

@@ -272,7 +272,7 @@ func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, syst
 	if !forced && before < threshold {
 		return Outcome{}, nil
 	}
-	if inProgress(s.Events()) {
+	if inProgress(s) {
 		return Outcome{}, errors.New("compact: compaction already in progress")
 	}
 	if err := c.BeforeCompact.Run(ctx, Before{Agent: a, Reason: reason, Focus: focus}); err != nil {
@@ -315,16 +315,19 @@ func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, syst
 	return finish(err)
 }
 
-func inProgress(events []session.Event) bool {
-	for i := len(events) - 1; i >= 0; i-- {
-		switch events[i].Type {
+func inProgress(s *session.Session) bool {
+	found := false
+	s.Backward(int64(s.Len()), func(e session.Event) bool {
+		switch e.Type {
 		case TypeStart:
-			return true
+			found = true
+			return false
 		case TypeEnd, session.TypeTurnEnd:
 			return false
 		}
-	}
-	return false
+		return true
+	})
+	return found
 }
 
 // node is a surface entry with its derived message and estimated size.
@@ -836,30 +839,34 @@ func Estimate(s *session.Session, system string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	events := s.Events()
-	for i := len(events) - 1; i >= 0; i-- {
-		e := events[i]
+	// Walk back to the newest assistant message (the anchor), unless a
+	// replace comes first: the anchor then predates a compaction. The walk
+	// reads memory only, however long the log.
+	var since []session.Event // newest first, the anchor last
+	s.Backward(int64(s.Len()), func(e session.Event) bool {
 		if e.SurfaceOp != nil && e.SurfaceOp.Replace {
-			break // the anchor predates a compaction
+			since = nil
+			return false
 		}
-		if e.Type != session.TypeAssistantMessage {
-			continue
+		since = append(since, e)
+		return e.Type != session.TypeAssistantMessage
+	})
+	if n := len(since); n > 0 && since[n-1].Type == session.TypeAssistantMessage {
+		anchor := since[n-1]
+		m, err := session.Decode[usageOnly](anchor)
+		if err == nil && m.Usage != nil && m.Usage.PromptTokens() > 0 {
+			total := m.Usage.PromptTokens() + m.Usage.OutputTokens
+			// No replace since the anchor: the nodes after it are the ones
+			// appended since.
+			later, err := s.SurfaceNodes(anchor.Seq)
+			if err != nil {
+				return 0, err
+			}
+			for _, n := range later {
+				total += nodeTokens(n)
+			}
+			return total, nil
 		}
-		m, err := session.Decode[usageOnly](e)
-		if err != nil || m.Usage == nil || m.Usage.PromptTokens() == 0 {
-			break
-		}
-		total := m.Usage.PromptTokens() + m.Usage.OutputTokens
-		// No replace since the anchor: the nodes after it are the ones
-		// appended since.
-		later, err := s.SurfaceNodes(e.Seq)
-		if err != nil {
-			return 0, err
-		}
-		for _, n := range later {
-			total += nodeTokens(n)
-		}
-		return total, nil
 	}
 	total := quarter(len(system))
 	for _, m := range msgs {

@@ -80,6 +80,9 @@ func (a *loopAgent) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
 	}
 }
 
+// errStopFollow ends a Range early when the consumer stopped.
+var errStopFollow = errors.New("loop: follower stopped")
+
 // follow yields the session's events from seq from on, through the first
 // turn/end it meets. It returns ctx's error when ctx ends first, the
 // disposal error when the agent's driver exited before that turn/end, and
@@ -87,12 +90,24 @@ func (a *loopAgent) Events(ctx context.Context) iter.Seq2[agent.Event, error] {
 func (a *loopAgent) follow(ctx context.Context, from int, yield func(agent.Event, error) bool) error {
 	n := from
 	for {
-		events := a.sess.Events()
-		for ; n < len(events); n++ {
-			e := events[n]
+		// A follower that fell behind reads what was released back from
+		// the store; one near the head reads memory only.
+		stop := false
+		// What is logged is yielded even when ctx has ended (as before
+		// the wait below reports it).
+		err := a.sess.Range(context.WithoutCancel(ctx), int64(n), int64(a.sess.Len()), func(e session.Event) error {
+			n++
 			if !yield(agent.EventOf(a.sess, e), nil) || e.Type == session.TypeTurnEnd {
-				return nil
+				stop = true
+				return errStopFollow
 			}
+			return nil
+		})
+		if stop {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		select {
 		case <-a.sess.WhenLonger(n):

@@ -12,6 +12,7 @@ import (
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/prompt"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 )
 
@@ -188,8 +189,7 @@ func (n *nester) given(host tool.Host) map[string]bool {
 			if e.Type != EventNested {
 				continue
 			}
-			var rec Nested
-			if json.Unmarshal(e.Data, &rec) == nil {
+			if rec, err := session.Decode[Nested](e); err == nil { // reads back a released payload
 				for _, d := range rec.Dirs {
 					m[d] = true
 				}

@@ -56,7 +56,11 @@ func (c *Checker) Install(scope *kernel.Scope, reg *tool.Registry, pb *prompt.Bu
 		if hub != nil {
 			add(hub.SessionStart.Listen(func(ctx context.Context, ev agent.SessionStart) error {
 				s := ev.Agent.Session()
-				return c.RestoreSession(string(s.ID()), string(s.Header().ParentSession), s.Events())
+				log, err := s.Log(ctx)
+				if err != nil {
+					return fmt.Errorf("permission: restoring the session rules of %s: %w", s.ID(), err)
+				}
+				return c.RestoreSession(string(s.ID()), string(s.Header().ParentSession), log)
 			}, kernel.Named("permission")))
 			add(hub.PreStep.Use(func(ctx context.Context, ps agent.PreStep) error {
 				return c.flushPending(ctx, ps.Agent.Session())

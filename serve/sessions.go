@@ -571,8 +571,12 @@ func (s *Server) view(e *entry, info *store.Info) api.Session {
 
 // firstEvents is the start of a live log (enough for its title).
 func firstEvents(s *session.Session, n int) []session.Event {
-	evs := s.Events()
-	return evs[:min(n, len(evs))]
+	var evs []session.Event
+	_ = s.Range(context.Background(), 0, int64(n), func(e session.Event) error { // a title is best effort
+		evs = append(evs, e)
+		return nil
+	})
+	return evs
 }
 
 func (s *Server) info(ctx context.Context, e *entry) *store.Info {
@@ -892,7 +896,10 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	var events []session.Event
 	if sess, _ := e.watch(); sess != nil {
-		events = sess.Events()
+		if events, err = sess.Log(ctx); err != nil {
+			s.fail(w, err)
+			return
+		}
 	} else if _, events, err = s.o.Catalog.Read(ctx, e.id); err != nil {
 		s.fail(w, err)
 		return
@@ -1088,9 +1095,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	var evs []session.Event
 	if sess, _ := e.watch(); sess != nil {
-		all := sess.Events()
-		if from < int64(len(all)) {
-			evs = all[from:]
+		// One more than a page tells whether there is more.
+		err = sess.Range(ctx, from, from+int64(limit)+1, func(e session.Event) error {
+			evs = append(evs, e)
+			return nil
+		})
+		if err != nil {
+			s.fail(w, err)
+			return
 		}
 	} else if evs, err = s.o.Catalog.ReadFrom(ctx, e.id, from); err != nil {
 		s.fail(w, err)

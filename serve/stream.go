@@ -82,24 +82,15 @@ func (s *Server) follow(ctx context.Context, e *entry, from int64, fn func(sessi
 // disposed: every event is stored by then).
 func followMemory(ctx context.Context, sess *session.Session, next *int64, gone <-chan struct{}, emit func(session.Event) error) error {
 	for {
-		evs := sess.Events()
-		for *next < int64(len(evs)) {
-			if err := emit(evs[*next]); err != nil {
-				return err
-			}
+		if err := sess.Range(ctx, *next, int64(sess.Len()), emit); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-sess.WhenLonger(int(*next)):
 		case <-gone:
-			evs := sess.Events()
-			for *next < int64(len(evs)) {
-				if err := emit(evs[*next]); err != nil {
-					return err
-				}
-			}
-			return nil
+			return sess.Range(ctx, *next, int64(sess.Len()), emit)
 		}
 	}
 }

@@ -24,16 +24,21 @@ type deriver struct {
 	nodes     []node
 	out       []llm.Message
 	dirty     bool
-	err       error
-	pair      pairing
+	// dropped collects the seqs that replaces took off the surface since
+	// the last Session.Release, which drops their payloads.
+	dropped []int64
+	err     error
+	pair    pairing
 }
 
-func (d *deriver) messages(events []Event) ([]llm.Message, error) {
+// messages folds what is new in s (whose lock is held) and returns the
+// history.
+func (d *deriver) messages(s *Session) ([]llm.Message, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	for ; d.processed < len(events); d.processed++ {
-		if err := d.fold(events, events[d.processed]); err != nil {
+	for ; d.processed < s.n; d.processed++ {
+		if err := d.fold(s.at(d.processed)); err != nil {
 			d.err = err
 			return nil, err
 		}
@@ -221,7 +226,7 @@ func isResult(m llm.Message) bool {
 	return false
 }
 
-func (d *deriver) fold(events []Event, e Event) error {
+func (d *deriver) fold(e Event) error {
 	if e.Type == TypeToolCall {
 		return d.noteRewrite(e)
 	}
@@ -249,6 +254,9 @@ func (d *deriver) fold(events []Event, e Event) error {
 	}
 	if i > j {
 		return fmt.Errorf("session: surface replace: start seq %d (index %d) is after end seq %d (index %d)", e.SurfaceOp.Start, i, e.SurfaceOp.End, j)
+	}
+	for _, gone := range d.nodes[i : j+1] {
+		d.dropped = append(d.dropped, gone.seq)
 	}
 	nodes := make([]node, 0, len(d.nodes)-(j-i))
 	nodes = append(nodes, d.nodes[:i]...)

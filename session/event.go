@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -81,7 +82,14 @@ type Event struct {
 	// derivation need not decode what was just encoded. It is a private
 	// deep copy, never exposed.
 	msg *llm.Message
+	// back is the session a released event (Data nil) belongs to, so
+	// Decode can read its payload back from the store.
+	back *Session
 }
+
+// IsReleased reports whether e's payload was released from memory (see
+// [Session.Release]); [Decode] and [Session.Payload] read it back.
+func (e Event) IsReleased() bool { return e.Data == nil && e.back != nil }
 
 // Clone deep-copies the event.
 func (e Event) Clone() Event {
@@ -97,8 +105,17 @@ func (e Event) Clone() Event {
 }
 
 // Decode unmarshals an event's payload.
+//
+// A released event's payload is read back from the store first.
 func Decode[T any](e Event) (T, error) {
 	var v T
+	if e.IsReleased() {
+		full, err := e.back.Payload(context.Background(), e)
+		if err != nil {
+			return v, fmt.Errorf("session: decoding %s (seq %d): %w", e.Type, e.Seq, err)
+		}
+		e = full
+	}
 	if err := json.Unmarshal(e.Data, &v); err != nil {
 		return v, fmt.Errorf("session: decoding %s (seq %d): %w", e.Type, e.Seq, err)
 	}

@@ -139,15 +139,29 @@ func CompletedPrefix(events []Event) []Event {
 // beforeSeq has its result (beforeSeq < 0 checks the whole surface). A
 // result with no matching call is an error: the surface is corrupt.
 func Balanced(events []Event, surface []int64, beforeSeq int64) (bool, error) {
+	return balanced(func(seq int64) (Event, bool) {
+		if seq < 0 || seq >= int64(len(events)) {
+			return Event{}, false
+		}
+		return events[seq], true
+	}, surface, beforeSeq)
+}
+
+// Balanced is [Balanced] over the session's log, without copying it.
+func (s *Session) Balanced(surface []int64, beforeSeq int64) (bool, error) {
+	return balanced(s.Event, surface, beforeSeq)
+}
+
+func balanced(event func(int64) (Event, bool), surface []int64, beforeSeq int64) (bool, error) {
 	depth := 0
 	for _, seq := range surface {
 		if seq == beforeSeq {
 			return depth == 0, nil
 		}
-		if seq < 0 || seq >= int64(len(events)) {
+		e, ok := event(seq)
+		if !ok {
 			return false, fmt.Errorf("session: surface seq %d is not in the log", seq)
 		}
-		e := events[seq]
 		switch e.Type {
 		case TypeAssistantMessage:
 			am, err := Decode[AssistantMessage](e)

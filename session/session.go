@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"runtime/debug"
 	"sync"
@@ -33,8 +34,20 @@ type Session struct {
 	header Header
 	clock  func() time.Time
 
-	mu         sync.Mutex
-	events     []Event
+	mu sync.Mutex
+	// segs holds the log in fixed-size segments (see segmentSize): every
+	// segment but the last is full, and a segment's backing array is never
+	// reallocated, so views handed out stay valid while the log grows and
+	// no append ever copies the log. n is the number of events.
+	segs [][]Event
+	n    int
+	// released counts the leading segments whose payloads were dropped
+	// from memory (see Release); reader reads them back.
+	released int
+	reader   Reader
+	// turnStarts holds the turn number of every turn/start, so
+	// HasTurnStart needs no payload.
+	turnStarts map[int]bool
 	queue      []Event
 	delivering bool
 	notify     Notifier
@@ -69,8 +82,12 @@ type Options struct {
 	// Seed is a log prefix the session starts with (resume, fork, replay):
 	// contiguous from seq 0, validated, deep-copied, and not announced as
 	// appends.
-	Seed  []Event
-	Clock func() time.Time
+	Seed []Event
+	// Validated says the seed's payloads were already checked to be JSON
+	// (a store validates every event it reads), so New does not parse
+	// them a second time.
+	Validated bool
+	Clock     func() time.Time
 }
 
 // New returns a session. The header's ID wins over id when set.
@@ -90,24 +107,45 @@ func New(id ID, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("session: unsupported format version %d (only %d)", h.Version, FormatVersion)
 	}
 	s := &Session{id: h.ID, header: h, clock: clock}
-	if len(opts.Seed) > 0 {
-		s.events = make([]Event, 0, len(opts.Seed)+64)
-		for i, e := range opts.Seed {
-			if e.Seq != int64(i) {
-				return nil, fmt.Errorf("session: seed event at index %d has seq %d (expected %d); seed must be contiguous from 0", i, e.Seq, i)
-			}
-			if !json.Valid(e.Data) {
-				return nil, fmt.Errorf("session: seed event %q (seq %d) carries non-JSON data", e.Type, e.Seq)
-			}
-			if SurfaceEligible(e.Type) && e.SurfaceOp == nil {
-				return nil, fmt.Errorf("session: seed event %q (seq %d) is surface-eligible but carries no surfaceOp marker", e.Type, e.Seq)
-			}
-			s.events = append(s.events, e.Clone())
-			s.noteTurn(e)
+	for i, e := range opts.Seed {
+		if e.Seq != int64(i) {
+			return nil, fmt.Errorf("session: seed event at index %d has seq %d (expected %d); seed must be contiguous from 0", i, e.Seq, i)
 		}
+		if e.IsReleased() {
+			return nil, fmt.Errorf("session: seed event %q (seq %d) has no payload (a released event cannot seed a session)", e.Type, e.Seq)
+		}
+		if !opts.Validated && !json.Valid(e.Data) {
+			return nil, fmt.Errorf("session: seed event %q (seq %d) carries non-JSON data", e.Type, e.Seq)
+		}
+		if SurfaceEligible(e.Type) && e.SurfaceOp == nil {
+			return nil, fmt.Errorf("session: seed event %q (seq %d) is surface-eligible but carries no surfaceOp marker", e.Type, e.Seq)
+		}
+		e = e.Clone()
+		e.back = nil
+		s.push(e)
+		s.noteTurn(e)
 	}
 	return s, nil
 }
+
+// segmentSize is how many events one segment of the log holds. Payloads
+// are released a segment at a time, so it also bounds how much of the
+// flushed log stays in memory beyond the newest segment.
+const segmentSize = 256
+
+// push adds e at the end of the log; callers hold s.mu (or own s).
+func (s *Session) push(e Event) {
+	if s.n%segmentSize == 0 {
+		s.segs = append(s.segs, make([]Event, 0, segmentSize))
+	}
+	last := len(s.segs) - 1
+	s.segs[last] = append(s.segs[last], e)
+	s.n++
+}
+
+// at returns the event at seq as held in memory (a released event has no
+// payload); callers hold s.mu and check the bounds.
+func (s *Session) at(seq int) Event { return s.segs[seq/segmentSize][seq%segmentSize] }
 
 // ID returns the session id.
 func (s *Session) ID() ID { return s.id }
@@ -122,34 +160,97 @@ func (s *Session) Cwd() string { return s.header.Cwd }
 func (s *Session) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.events)
+	return s.n
 }
 
-// Events returns the log so far. The returned slice is a read-only view; its
-// capacity is clipped so appending to it never touches the log.
+// Events returns a copy of the log so far, as held in memory: the events of
+// released segments (see [Session.Release]) come without their payload
+// (Data is nil; [Decode] and [Session.Payload] read it back from the
+// store). It costs O(log); code that runs every step or follows the log
+// reads [Session.Since], [Session.Backward] or [Session.Range] instead.
 func (s *Session) Events() []Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.events[:len(s.events):len(s.events)]
+	out := make([]Event, 0, s.n)
+	for _, seg := range s.segs {
+		out = append(out, seg...)
+	}
+	return out
 }
 
-// Event returns the event at seq.
+// Since returns the events from seq from on, as held in memory (see
+// [Session.Events] on released payloads). Following a log with it costs
+// only what is new.
+func (s *Session) Since(from int64) []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if from < 0 {
+		from = 0
+	}
+	if from >= int64(s.n) {
+		return nil
+	}
+	out := make([]Event, 0, int64(s.n)-from)
+	for i := int(from); i < s.n; {
+		seg := s.segs[i/segmentSize][i%segmentSize:]
+		out = append(out, seg...)
+		i += len(seg)
+	}
+	return out
+}
+
+// Backward calls fn with the events before seq before, newest first, as
+// held in memory, until fn returns false. It holds no lock while fn runs.
+func (s *Session) Backward(before int64, fn func(Event) bool) {
+	s.mu.Lock()
+	if before > int64(s.n) {
+		before = int64(s.n)
+	}
+	segs := append([][]Event(nil), s.segs...)
+	s.mu.Unlock()
+	for i := int(before) - 1; i >= 0; i-- {
+		if !fn(segs[i/segmentSize][i%segmentSize]) {
+			return
+		}
+	}
+}
+
+// Scan iterates over the events from seq from on, oldest first, as held in
+// memory (see [Session.Events] on released payloads), up to the length at
+// the call. It holds no lock while the loop body runs and copies no events,
+// so a scan of a long log costs no allocation of its size.
+func (s *Session) Scan(from int64) iter.Seq[Event] {
+	s.mu.Lock()
+	n := int64(s.n)
+	segs := append([][]Event(nil), s.segs...)
+	s.mu.Unlock()
+	return func(yield func(Event) bool) {
+		for i := max(from, 0); i < n; i++ {
+			if !yield(segs[i/segmentSize][i%segmentSize]) {
+				return
+			}
+		}
+	}
+}
+
+// Event returns the event at seq, as held in memory (see [Session.Events]).
 func (s *Session) Event(seq int64) (Event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if seq < 0 || seq >= int64(len(s.events)) {
+	if seq < 0 || seq >= int64(s.n) {
 		return Event{}, false
 	}
-	return s.events[seq], true
+	return s.at(int(seq)), true
 }
 
-// Last returns the newest event of type typ, scanning backwards.
+// Last returns the newest event of type typ, scanning backwards, as held in
+// memory (see [Session.Events]).
 func (s *Session) Last(typ string) (Event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.events) - 1; i >= 0; i-- {
-		if s.events[i].Type == typ {
-			return s.events[i], true
+	for i := s.n - 1; i >= 0; i-- {
+		if e := s.at(i); e.Type == typ {
+			return e, true
 		}
 	}
 	return Event{}, false
@@ -290,7 +391,7 @@ func encode(typ string, data any) (json.RawMessage, error) {
 func (s *Session) WhenLonger(n int) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.events) > n {
+	if s.n > n {
 		return closedChan
 	}
 	if s.grown == nil {
@@ -328,6 +429,10 @@ func (s *Session) noteTurn(e Event) {
 		}
 		if json.Unmarshal(e.Data, &ts) == nil {
 			s.turns = TurnState{Last: ts.Turn, Open: true}
+			if s.turnStarts == nil {
+				s.turnStarts = map[int]bool{}
+			}
+			s.turnStarts[ts.Turn] = true
 		}
 	case TypeTurnEnd:
 		s.turns.Open = false
@@ -367,15 +472,8 @@ func (s *Session) appendRaw(ctx context.Context, cond func(TurnState) bool, typ 
 		s.mu.Unlock()
 		return Event{}, ErrCondition
 	}
-	ev.Seq = int64(len(s.events))
-	if len(s.events) == cap(s.events) {
-		// Double explicitly: append grows large slices by 1.25x, which
-		// copies each event about five times over a long session.
-		grown := make([]Event, len(s.events), max(64, 2*cap(s.events)))
-		copy(grown, s.events)
-		s.events = grown
-	}
-	s.events = append(s.events, ev)
+	ev.Seq = int64(s.n)
+	s.push(ev)
 	s.noteTurn(ev)
 	if s.grown != nil {
 		close(s.grown)
@@ -428,14 +526,14 @@ func deliver(ctx context.Context, n Notifier, s *Session, e Event) (err error) {
 func (s *Session) Messages() ([]llm.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.der.messages(s.events)
+	return s.der.messages(s)
 }
 
 // Surface returns the seqs of the surface nodes, head to tail.
 func (s *Session) Surface() ([]int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.der.messages(s.events); err != nil {
+	if _, err := s.der.messages(s); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(s.der.nodes))
@@ -469,7 +567,7 @@ type SurfaceNode struct {
 func (s *Session) SurfaceNodes(after int64) ([]SurfaceNode, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.der.messages(s.events); err != nil {
+	if _, err := s.der.messages(s); err != nil {
 		return nil, err
 	}
 	nodes := s.der.nodes
@@ -494,12 +592,5 @@ func (s *Session) TurnOpen() bool { return s.Turns().Open }
 func (s *Session) HasTurnStart(turn int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.events) - 1; i >= 0; i-- {
-		if s.events[i].Type == TypeTurnStart {
-			if ts, err := Decode[TurnStart](s.events[i]); err == nil && ts.Turn == turn {
-				return true
-			}
-		}
-	}
-	return false
+	return s.turnStarts[turn]
 }

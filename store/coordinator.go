@@ -264,6 +264,14 @@ func (c *Coordinator) adoptSerialized(ctx context.Context, s *session.Session, s
 	if err := c.adopt(ctx, s, seed); err != nil {
 		return err
 	}
+	if sr, ok := c.backend.(SpanReader); ok {
+		id := s.ID()
+		s.SetReader(func(ctx context.Context, from, to int64, fn func(session.Event) error) error {
+			return sr.ReadRange(ctx, id, from, to, fn)
+		})
+	} else {
+		c.logf("store: %s cannot read a log a span at a time: session %q keeps its whole log in memory", c.backend.Name(), s.ID())
+	}
 	// Persist the seed (a fork's inherited prefix, a claimed suffix) now,
 	// exactly once. A failure is not an adoption failure: the events stay
 	// pending and the next flush retries and reports.
@@ -407,8 +415,8 @@ func (c *Coordinator) drainLocked(ctx context.Context, s *session.Session) error
 		}
 		return fmt.Errorf("store: session %q is no longer bound to this live session; %d event(s) cannot be stored (%w)", id, len(buf), ErrCollision)
 	}
-	live := s.Events()
-	n := int64(len(live))
+	live := s.Since(st.cursor) // never released: only stored events are
+	n := st.cursor + int64(len(live))
 	if n > st.cursor {
 		batch := make([]session.Event, 0, n-st.cursor)
 		j := 0
@@ -420,13 +428,15 @@ func (c *Coordinator) drainLocked(ctx context.Context, s *session.Session) error
 				batch = append(batch, buf[j])
 				j++
 			} else {
-				batch = append(batch, live[seq].Clone())
+				batch = append(batch, live[seq-st.cursor].Clone())
 			}
 		}
 		if err := c.appendCore(ctx, st, batch); err != nil {
 			return err
 		}
 	}
+	// What is stored can be read back: the session need not keep it.
+	s.Release(st.cursor)
 	c.mu.Lock()
 	b := c.bufs[s]
 	k := 0

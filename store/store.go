@@ -193,3 +193,16 @@ func (e *CorruptError) Error() string {
 
 // Is makes errors.Is(err, ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// SpanReader is the part of a [Backend] that reads a stored log a span at
+// a time, without loading it whole. The coordinator installs it as the
+// [session.Reader] of every live session it writes, which lets a session
+// release the payloads of flushed events from memory; viewers and
+// exporters stream with it.
+type SpanReader interface {
+	// ReadRange calls fn with each stored event of id whose seq is in
+	// [from, to), in seq order; the event is fn's to keep. A range past the
+	// stored end is an error wrapping [ErrNotFound]; fn's error stops the
+	// read and is returned.
+	ReadRange(ctx context.Context, id session.ID, from, to int64, fn func(session.Event) error) error
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"sync"
 
 	"github.com/dshq/dsh/agent"
@@ -59,7 +60,11 @@ func (p *InProcess) Start(ctx context.Context, req Request, depth int) (Run, err
 	h := session.Header{Cwd: parent.Session().Cwd(), ParentSession: parent.Session().ID()}
 	var seed []session.Event
 	if p.fork {
-		seed = session.CompletedPrefix(parent.Session().Events())
+		log, err := parent.Session().Log(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("subagent: forking %s: %w", parent.ID(), err)
+		}
+		seed = session.CompletedPrefix(log)
 	}
 	id := agent.ID(string(parent.ID()) + "/" + p.name + "-" + newID())
 	hd, err := p.agents.Create(ctx, agent.CreateOptions{AgentID: id, SessionID: session.ID(newID() + "-" + newID()), Header: h, Seed: seed, Options: opts})
@@ -99,10 +104,7 @@ func (r *inRun) Wait(ctx context.Context) (Result, error) {
 	if err := r.hd.Agent.WhenIdle(ctx); err != nil {
 		return Result{}, err
 	}
-	events := r.hd.Agent.Session().Events()
-	if r.seedLen <= len(events) {
-		events = events[r.seedLen:]
-	}
+	events := r.hd.Agent.Session().Since(int64(r.seedLen)) // Decode reads back what was released
 	res := Result{ChildSession: r.ChildSession(), StopReason: Failed}
 	for _, e := range events {
 		switch e.Type {

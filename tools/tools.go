@@ -106,7 +106,7 @@ func restateTodos(ctx context.Context, out compact.Outcome) error {
 	if out.Err != nil || !out.Summarized || out.Agent == nil {
 		return nil
 	}
-	text := todo.Restate(out.Agent.Session().Events(), out.Shadowed.End)
+	text := todo.Restate(out.Agent.Session().Events(), out.Shadowed.End) // Decode reads back what was released
 	if text == "" {
 		return nil
 	}

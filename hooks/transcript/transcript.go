@@ -120,8 +120,12 @@ func (w *Writer) created(_ context.Context, s *session.Session) error {
 	}
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	for _, e := range s.Events() {
+	err = s.Range(context.Background(), 0, int64(s.Len()), func(e session.Event) error {
 		w.write(fl, e)
+		return nil
+	})
+	if err != nil {
+		w.log.Warn("transcript: cannot read the log for the transcript", "session", s.ID(), "err", err)
 	}
 	return nil
 }

@@ -66,6 +66,10 @@ type handle struct {
 	f     *os.File // open for writing, once used
 	size  int64    // the committed size, when known
 	known bool
+	// offs[i] is the byte offset of the line of seq i in path, for the
+	// events this process read or wrote (nil when unknown, as after a
+	// repair); ReadRange seeks with it. Guarded by Backend.mu.
+	offs []int64
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -349,8 +353,11 @@ func (b *Backend) load(id session.ID, p string) (*store.Stored, error) {
 	// that was read (the torn offset is an offset into it), even when the
 	// same id also exists in another bucket.
 	b.mu.Lock()
-	if h := b.handles[id]; h != nil && h.path == "" {
+	if h := b.handles[id]; h != nil && (h.path == "" || h.path == p) {
 		h.path = p
+		if st.Torn == nil {
+			h.offs = sc.offs
+		}
 	}
 	b.mu.Unlock()
 	return st, nil
@@ -426,28 +433,32 @@ const writeChunk = 1 << 20
 
 // writeEvents writes head (the header line, or nothing) and events to f,
 // encoding them a piece at a time. n is how much was written when it fails.
-func (b *Backend) writeEvents(f *os.File, head []byte, events []session.Event) (n int64, err error) {
+//
+// offs receives the offset (from f's position at the call) of each event's
+// line.
+func (b *Backend) writeEvents(f *os.File, head []byte, events []session.Event, offs []int64) (n int64, _ []int64, err error) {
 	buf := append(make([]byte, 0, min(writeChunk, len(head)+256*len(events))), head...)
 	for i, e := range events {
+		offs = append(offs, n+int64(len(buf)))
 		if buf, err = eventjson.AppendEvent(buf, e); err != nil {
-			return n, fmt.Errorf("jsonl: %w", err)
+			return n, offs, fmt.Errorf("jsonl: %w", err)
 		}
 		if len(buf) < writeChunk && i < len(events)-1 {
 			continue
 		}
 		if err := b.write(f, buf); err != nil {
-			return n, err
+			return n, offs, err
 		}
 		n += int64(len(buf))
 		buf = buf[:0]
 	}
 	if len(buf) > 0 { // a header with no events
 		if err := b.write(f, buf); err != nil {
-			return n, err
+			return n, offs, err
 		}
 		n += int64(len(buf))
 	}
-	return n, nil
+	return n, offs, nil
 }
 
 func encodeEvents(buf []byte, events []session.Event) ([]byte, error) {
@@ -485,7 +496,7 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName) // best effort; the published name is a second link
-	size, err := b.writeEvents(tmp, appendHeader(make([]byte, 0, 256), batch.Header), batch.Events)
+	size, offs, err := b.writeEvents(tmp, appendHeader(make([]byte, 0, 256), batch.Header), batch.Events, nil)
 	if err == nil {
 		err = b.sync(tmp)
 	}
@@ -512,6 +523,9 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	}
 	b.setPath(h, final)
 	h.size, h.known = size, true
+	b.mu.Lock()
+	h.offs = offs
+	b.mu.Unlock()
 	b.idx.put(final, h.size, batch.Info)
 	return nil
 }
@@ -552,7 +566,7 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 	if _, err := f.Seek(h.size, io.SeekStart); err != nil {
 		return fmt.Errorf("jsonl: %w", err)
 	}
-	n, err := b.writeEvents(f, nil, events)
+	n, offs, err := b.writeEvents(f, nil, events, nil)
 	if err == nil {
 		err = b.sync(f)
 	}
@@ -562,6 +576,15 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 		}
 		return fmt.Errorf("jsonl: appending to %s: %w", p, err)
 	}
+	b.mu.Lock()
+	if h.offs != nil && len(events) > 0 && int64(len(h.offs)) == events[0].Seq {
+		for _, o := range offs {
+			h.offs = append(h.offs, h.size+o)
+		}
+	} else {
+		h.offs = nil // not contiguous with what is known: forget it
+	}
+	b.mu.Unlock()
 	h.size += n
 	return nil
 }
@@ -580,6 +603,9 @@ func (b *Backend) CommitRepair(ctx context.Context, r store.Repair) error {
 	if err != nil {
 		return err
 	}
+	b.mu.Lock()
+	h.offs = nil // a repair moves lines; ReadRange scans until offsets are known again
+	b.mu.Unlock()
 	if r.Torn != nil {
 		at, ok := r.Torn.(int64)
 		if !ok {

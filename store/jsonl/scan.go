@@ -19,6 +19,8 @@ type scanned struct {
 	// the header line); everything after it is a torn tail.
 	committed int64
 	size      int64
+	// offs[i] is the byte offset of the line of events[i].
+	offs []int64
 }
 
 // scanLog parses a whole log file.
@@ -52,6 +54,7 @@ func scanLog(b []byte) (*scanned, error) {
 	// intact turn/end follows it: then the bad line is in the committed
 	// region (corruption), else it starts the torn tail.
 	events := make([]session.Event, 0, bytes.Count(b[nl+1:], []byte{'\n'}))
+	res.offs = make([]int64, 0, cap(events))
 	var bad *store.CorruptError // the first bad line, while undecided
 	i := 0
 	for pos := nl + 1; pos < len(b); i++ {
@@ -60,10 +63,12 @@ func scanLog(b []byte) (*scanned, error) {
 			break
 		}
 		e, ok := eventjson.Parse(b[pos : pos+k])
+		start := pos
 		pos += k + 1
 		if bad == nil {
 			if ok && e.Seq == int64(i) {
 				events = append(events, e)
+				res.offs = append(res.offs, int64(start))
 				res.committed = int64(pos)
 				continue
 			}

@@ -67,6 +67,8 @@ var contractCases = []contractCase{
 	{"MissedNotificationRecovered", missedNotification},
 	{"ReleaseThenOtherInstanceResumes", releaseThenResume},
 	{"AdoptionRetriedAfterTransientFailure", adoptionRetried},
+	// Bounded memory: flushed payloads are released and read back.
+	{"FlushReleasesAndReadsBack", flushReleasesAndReadsBack},
 }
 
 // read reads id through a brand-new backend instance without locking.

@@ -234,3 +234,15 @@ func (f *Faulty) Lock(ctx context.Context, id session.ID) error {
 	}
 	return f.Backend.Lock(ctx, id)
 }
+
+// ReadRange fails when armed, else reads through the wrapped backend.
+func (f *Faulty) ReadRange(ctx context.Context, id session.ID, from, to int64, fn func(session.Event) error) error {
+	if err := f.take("ReadRange"); err != nil {
+		return err
+	}
+	sr, ok := f.Backend.(store.SpanReader)
+	if !ok {
+		return fmt.Errorf("storetest: %s does not implement store.SpanReader", f.Backend.Name())
+	}
+	return sr.ReadRange(ctx, id, from, to, fn)
+}

@@ -864,7 +864,10 @@ func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner
 	// below c.from.
 	c := &current{h: h, ag: h.Agent, sess: sess}
 	u.cur.Store(c)
-	events := sess.Events()
+	events, err := sess.Log(context.Background())
+	if err != nil {
+		return fmt.Errorf("term: reading the log of %s: %w", sess.ID(), err)
+	}
 	c.from = int64(len(events))
 	prev := u.tr
 	u.tr = u.newTranscript()
