@@ -34,8 +34,10 @@ func (d *deepseek) toolNames(t *testing.T, i int) []string {
 const reviewerAgent = `---
 name: reviewer
 description: Reviews a change for bugs; use after editing code.
-tools: Read, Grep
+tools: Read, Grep, Glob
+disallowedTools: Glob
 model: inherit
+color: blue
 ---
 REVIEWER-PROMPT-MARKER: you are a careful code reviewer. Report bugs only.
 `
@@ -92,7 +94,10 @@ func TestDropinAgent(t *testing.T) {
 		t.Fatalf("the child did not get the task's prompt: %s", ds.requestText(1))
 	}
 	if got := ds.toolNames(t, 1); !slices.Equal(got, []string{"grep", "read"}) {
-		t.Fatalf("the child was offered %v, want only [grep read]", got)
+		t.Fatalf("the child was offered %v, want only [grep read] (tools less disallowedTools)", got)
+	}
+	if !strings.Contains(r.stderr, "color: not used by dsh") {
+		t.Fatalf("stderr does not say the agent's color key is not used:\n%s", r.stderr)
 	}
 	if got := ds.toolNames(t, 0); !slices.Contains(got, "bash") || !slices.Contains(got, "task") {
 		t.Fatalf("the parent lost tools: %v", got)
@@ -103,6 +108,7 @@ func TestDropinAgent(t *testing.T) {
 		"used: agent reviewer",
 		filepath.Join(dir, ".claude", "agents", "reviewer.md"),
 		"shadowed: agent reviewer",
+		"agent reviewer: color: not used by dsh",
 		filepath.Join(u.home, ".claude", "agents", "reviewer.md"),
 	} {
 		if !strings.Contains(doc.stdout, want) {

@@ -23,7 +23,8 @@ func TestDropinMCPServers(t *testing.T) {
 	writeFiles(t, data, map[string]string{"codex.txt": "CODEX-SERVER-READ-THIS\n", "claude.txt": "CLAUDE-PROJECT-SERVER-READ-THIS\n"})
 	claudeJSON, _ := json.Marshal(map[string]any{
 		"numStartups": 12, "theme": "dark",
-		"mcpServers": map[string]any{"everything": map[string]any{"type": "stdio", "command": "node", "args": []string{everything, "stdio"}, "env": map[string]string{}}},
+		"mcpServers": map[string]any{"everything": map[string]any{"type": "stdio", "command": "node", "args": []string{everything, "stdio"}, "env": map[string]string{},
+			"headersHelper": "/bin/false"}},
 		"projects": map[string]any{
 			dir:          map[string]any{"allowedTools": []string{}, "mcpServers": map[string]any{"projfiles": map[string]any{"command": "node", "args": []string{fsSrv, data}}}},
 			"/elsewhere": map[string]any{"mcpServers": map[string]any{"elsewhere": map[string]any{"command": "node", "args": []string{fsSrv, "/"}}}},
@@ -51,8 +52,8 @@ func TestDropinMCPServers(t *testing.T) {
 	if strings.Contains(list.stdout, "elsewhere") {
 		t.Fatalf("another project's server is listed:\n%s", list.stdout)
 	}
-	if !strings.Contains(list.stderr, "enabled_tools") {
-		t.Fatalf("mcp list does not say a config.toml key is not used:\n%s", list.stderr)
+	if !strings.Contains(list.stderr, "enabled_tools") || !strings.Contains(list.stderr, "mcpServers.everything.headersHelper: not supported") {
+		t.Fatalf("mcp list does not say which keys of config.toml and .claude.json are not used:\n%s", list.stderr)
 	}
 
 	ds := &deepseek{replies: []string{
@@ -84,7 +85,7 @@ func TestDropinMCPServers(t *testing.T) {
 	doc := u.run(t, dir, srv.URL, "", "doctor", "--timeout", "5s")
 	for _, want := range []string{
 		"read: " + filepath.Join(u.home, ".claude.json"), "read: " + filepath.Join(u.home, ".codex", "config.toml"),
-		"server everything", "server codexfiles", "server projfiles", "enabled_tools",
+		"server everything", "server codexfiles", "server projfiles", "enabled_tools", "headersHelper",
 	} {
 		if !strings.Contains(doc.stdout, want) {
 			t.Fatalf("doctor lacks %q:\n%s", want, doc.stdout)

@@ -348,10 +348,11 @@ func ConfiguredFrom(c *settings.Config, cwd string, homes Homes, extra ...Server
 		if p := filepath.Join(homes.codex(), "config.toml"); homes.codex() != "" && exists(p) {
 			sources = append(sources, Source{Path: p, Servers: len(codex), Notes: notes})
 		}
-		claudeUser, claudeProject, err := claudeJSON(homes.User, cwd)
+		var claudeNotes []string
+		claudeUser, claudeProject, err := claudeJSON(homes.User, cwd, &claudeNotes)
 		add(claudeUser, err)
 		if p := filepath.Join(homes.User, ".claude.json"); homes.User != "" && exists(p) {
-			sources = append(sources, Source{Path: p, Servers: len(claudeUser) + len(claudeProject)})
+			sources = append(sources, Source{Path: p, Servers: len(claudeUser) + len(claudeProject), Notes: claudeNotes})
 		}
 		layer(settings.LayerUser)
 		if cwd != "" {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,7 +48,7 @@ func (h Homes) codex() string {
 // claudeJSON reads ~/.claude.json: its user-scope servers and those it
 // keeps for the project cwd. Both are the user's own configuration (the
 // file is in their home), so they need no project trust.
-func claudeJSON(home, cwd string) (user, project []ServerConfig, err error) {
+func claudeJSON(home, cwd string, notes *[]string) (user, project []ServerConfig, err error) {
 	if home == "" {
 		return nil, nil, nil
 	}
@@ -66,6 +68,14 @@ func claudeJSON(home, cwd string) (user, project []ServerConfig, err error) {
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, nil, fmt.Errorf("mcp: %s: %w", path, err)
+	}
+	if notes != nil {
+		*notes = append(*notes, unusedServerKeys("mcpServers", doc.MCPServers)...)
+		for dir, p := range doc.Projects {
+			if cwd != "" && filepath.Clean(dir) == filepath.Clean(cwd) {
+				*notes = append(*notes, unusedServerKeys("projects["+dir+"].mcpServers", p.MCPServers)...)
+			}
+		}
 	}
 	var errs []error
 	user, err = ParseServers(doc.MCPServers, SourceClaudeUser, path, "")
@@ -157,4 +167,27 @@ func codexConfig(codexHome string, notes *[]string) ([]ServerConfig, error) {
 		raw[n] = j
 	}
 	return ParseServers(raw, SourceCodex, path, "")
+}
+
+// serverKeys are the keys of an mcpServers entry dsh reads.
+var serverKeys = map[string]bool{"type": true, "command": true, "args": true, "env": true, "cwd": true, "url": true, "headers": true,
+	"startup": true, "timeout": true, "toolSearch": true, "structuredContent": true, "disabled": true}
+
+// unusedServerKeys name the keys of Claude Code's server entries dsh does
+// not read (oauth, headersHelper, …): the server is still configured from
+// the rest, and the user is told what was left out.
+func unusedServerKeys(where string, servers map[string]json.RawMessage) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		var doc map[string]json.RawMessage
+		if json.Unmarshal(servers[name], &doc) != nil {
+			continue // ParseServers reports it
+		}
+		for _, k := range slices.Sorted(maps.Keys(doc)) {
+			if !serverKeys[k] {
+				out = append(out, fmt.Sprintf("%s.%s.%s: not supported by dsh; ignored", where, name, k))
+			}
+		}
+	}
+	return out
 }

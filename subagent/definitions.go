@@ -23,6 +23,24 @@ type Definition struct {
 	Path   string
 	// Source is the kind of directory it came from (see [Dir]).
 	Source string
+	// DisallowedTools are tools the agent must not have (Claude Code's
+	// disallowedTools), taken from whatever Tools allows.
+	DisallowedTools []string
+	// Notes name front matter keys dsh does not use, for dsh doctor and
+	// the log: a switching user's file is read, not judged, but nothing
+	// in it is dropped without a word.
+	Notes []string
+}
+
+// unusedAgentKeys are Claude Code agent keys dsh knows and does not use,
+// with what happens instead.
+var unusedAgentKeys = map[string]string{
+	"color":          "the terminal does not colour agents",
+	"permissionMode": "a subagent runs in its parent's permission mode",
+	"skills":         "a subagent sees every skill its parent sees",
+	"hooks":          "a subagent runs the session's hooks",
+	"mcpServers":     "a subagent uses the session's MCP servers",
+	"maxTurns":       "a subagent's turn has the session's step limit",
 }
 
 // LoadDefinitions reads *.md files from dirs in order; a later directory's
@@ -136,6 +154,7 @@ func parseDefinition(path string) (Definition, error) {
 // restriction as empty would silently widen the agent.
 func (d *Definition) parseFront(lines []string) error {
 	toolsKey, inTools := false, false
+	list := &d.Tools
 	unquote := func(s string) string { return strings.Trim(strings.TrimSpace(s), `"'`) }
 	addTools := func(v string) {
 		if i := strings.Index(v, " #"); i >= 0 {
@@ -147,7 +166,7 @@ func (d *Definition) parseFront(lines []string) error {
 		}
 		for _, t := range strings.Split(v, ",") {
 			if t = unquote(t); t != "" {
-				d.Tools = append(d.Tools, t)
+				*list = append(*list, t)
 			}
 		}
 	}
@@ -179,13 +198,25 @@ func (d *Definition) parseFront(lines []string) error {
 			d.Description = unquote(v)
 		case "model":
 			d.Model = unquote(v)
-		case "tools":
-			toolsKey = true
+		case "tools", "disallowedTools":
+			list = &d.Tools
+			if strings.TrimSpace(k) == "tools" {
+				toolsKey = true
+			} else {
+				list = &d.DisallowedTools
+			}
 			if strings.TrimSpace(v) == "" {
 				inTools = true
 			} else {
 				addTools(v)
 			}
+		default:
+			key := strings.TrimSpace(k)
+			note := key + ": not used by dsh; ignored"
+			if h := unusedAgentKeys[key]; h != "" {
+				note = key + ": not used by dsh (" + h + "); ignored"
+			}
+			d.Notes = append(d.Notes, note)
 		}
 	}
 	if toolsKey && len(d.Tools) == 0 {

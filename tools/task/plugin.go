@@ -43,6 +43,15 @@ func Plugin() core.Plugin {
 		}
 		var notes []doctor.Finding
 		for i := range defs {
+			for _, n := range defs[i].Notes {
+				msg := "agent " + defs[i].Name + ": " + n
+				h.Logger.Warn(msg, "file", defs[i].Path)
+				notes = append(notes, doctor.Finding{Severity: doctor.Warning, Subject: defs[i].Path, Message: msg})
+			}
+			if len(defs[i].Notes) > 0 {
+				// One line per file on stderr; doctor has each key.
+				h.Site.Warn(fmt.Sprintf("agent %s (%s): %s", defs[i].Name, defs[i].Path, strings.Join(defs[i].Notes, "; ")))
+			}
 			if n := fitModel(h, &defs[i]); n != "" {
 				h.Logger.Warn(n)
 				notes = append(notes, doctor.Finding{Severity: doctor.Warning, Subject: defs[i].Path, Message: n})

@@ -75,12 +75,21 @@ func Tool(name, provider string, svc *subagent.Service, agents *agent.Registry, 
 				req.Options.SystemPrompt = def.Prompt
 				// nil means unrestricted; an empty list (which LoadDefinitions
 				// refuses) must not widen to every tool.
-				if def.Tools != nil {
-					allowed := map[string]bool{}
-					for _, t := range def.Tools {
-						allowed[canonical(t)] = true
+				if def.Tools != nil || def.DisallowedTools != nil {
+					var allowed map[string]bool
+					if def.Tools != nil {
+						allowed = map[string]bool{}
+						for _, t := range def.Tools {
+							allowed[canonical(t)] = true
+						}
 					}
-					req.Options.Tools = func(i tool.Info) bool { return allowed[i.Name] }
+					denied := map[string]bool{}
+					for _, t := range def.DisallowedTools {
+						denied[canonical(t)] = true
+					}
+					req.Options.Tools = func(i tool.Info) bool {
+						return (allowed == nil || allowed[i.Name]) && !denied[i.Name]
+					}
 				}
 			}
 			res, err := svc.Delegate(ctx, provider, req)
