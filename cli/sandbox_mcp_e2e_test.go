@@ -26,7 +26,11 @@ func TestSandboxedMCPServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join("..", "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
 		t.Skip("the npm MCP SDK is not installed (run npm ci)")
 	}
 	const secret = "mcp-sandbox-secret-51c3"
@@ -65,9 +69,15 @@ func TestSandboxedMCPServer(t *testing.T) {
 					_ = c.Close()
 				}
 			}()
+			// The probe and its node_modules live in this checkout, which
+			// may itself be under the host's /tmp (a CI clone) and so be
+			// hidden in the sandbox like the rest of /tmp: name it as an
+			// additional directory, as a user would a server kept beside
+			// the project. outside stays outside it.
 			cfg, _ := json.Marshal(map[string]any{
-				"sandbox":    map[string]any{"mcp": sandboxed},
-				"mcpServers": map[string]any{"probe": map[string]any{"command": "node", "args": []string{probe}}},
+				"sandbox":     map[string]any{"mcp": sandboxed},
+				"permissions": map[string]any{"additionalDirectories": []string{repo}},
+				"mcpServers":  map[string]any{"probe": map[string]any{"command": "node", "args": []string{probe}}},
 			})
 			if err := os.WriteFile(filepath.Join(dshHome, "settings.json"), cfg, 0o600); err != nil {
 				t.Fatal(err)
