@@ -16,6 +16,7 @@ import (
 	"github.com/dshq/dsh/core"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/sandbox"
+	"github.com/dshq/dsh/sandbox/linux"
 	sbplugin "github.com/dshq/dsh/sandbox/plugin"
 	"github.com/dshq/dsh/tool"
 )
@@ -102,6 +103,13 @@ func printStatus(w io.Writer, s *sbplugin.Service, asJSON bool) error {
 	fmt.Fprintf(w, "sandbox: %s (%s)\nmode: %s\nenforcing: %s\n", st.Implementation, st.Platform, mode, enf)
 	if st.LandlockABI > 0 {
 		fmt.Fprintf(w, "landlock ABI: %d\n", st.LandlockABI)
+	}
+	switch st.Helper {
+	case "":
+	case "/proc/self/exe":
+		fmt.Fprintln(w, "helper: dsh itself (install "+linux.HelperBinary+" next to dsh for a faster start)")
+	default:
+		fmt.Fprintf(w, "helper: %s\n", st.Helper)
 	}
 	for _, l := range st.Layers {
 		mark := "on "

@@ -115,6 +115,9 @@ type Status struct {
 	Reason string `json:"reason,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI version (0: none).
 	LandlockABI int `json:"landlockABI"`
+	// Helper is the program that runs as the helper between dsh and each
+	// command (the dedicated one, or dsh itself); empty without one.
+	Helper string `json:"helper,omitempty"`
 	// Layers lists each mechanism.
 	Layers []Layer `json:"layers"`
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/dshq/dsh/bash"
 	"github.com/dshq/dsh/sandbox"
+	"github.com/dshq/dsh/sandbox/linux"
 )
 
 // BenchmarkBashTrue measures a foreground round trip of `true`: spawn in a
@@ -85,8 +87,23 @@ func BenchmarkBashTrueSandboxed(b *testing.B) { benchSandboxed(b, sandbox.ModeWo
 
 func BenchmarkBashTrueContained(b *testing.B) { benchSandboxed(b, sandbox.ModeFullAccess) }
 
-func benchSandboxed(b *testing.B, mode sandbox.Mode) {
-	sb := newSandbox(b)
+// BenchmarkBashTrueSandboxedHelper is BenchmarkBashTrueSandboxed with the
+// dedicated helper (cmd/dsh-sandbox-helper, built here) instead of this
+// test binary as the helper: what an installed dsh with its helper beside
+// it pays.
+func BenchmarkBashTrueSandboxedHelper(b *testing.B) {
+	helper := filepath.Join(b.TempDir(), linux.HelperBinary)
+	if out, err := exec.Command("go", "build", "-o", helper, "../../cmd/dsh-sandbox-helper").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	sb := linux.New(linux.Options{Grace: testGrace, Exe: helper})
+	b.Cleanup(func() { _ = sb.Close() })
+	benchSandboxedWith(b, sb, sandbox.ModeWorkspaceWrite)
+}
+
+func benchSandboxed(b *testing.B, mode sandbox.Mode) { benchSandboxedWith(b, newSandbox(b), mode) }
+
+func benchSandboxedWith(b *testing.B, sb *linux.Sandbox, mode sandbox.Mode) {
 	e := newExec(b, Config{Sandbox: sb})
 	ws := b.TempDir()
 	p, err := sandbox.Compile(sandbox.Inputs{Mode: mode, Cwd: ws})

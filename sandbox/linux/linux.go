@@ -46,7 +46,9 @@ import (
 
 // Options configure a [Sandbox].
 type Options struct {
-	// Exe is the program that runs the helper; default /proc/self/exe.
+	// Exe is the program that runs the helper; default the dedicated
+	// helper next to this program when [FindHelper] accepts it, else
+	// /proc/self/exe.
 	Exe string
 	// Disable lists layers not to use (the DSH_SANDBOX_DISABLE switch).
 	Disable []string
@@ -83,8 +85,18 @@ type layout struct {
 
 // New returns the Linux sandbox.
 func New(o Options) *Sandbox {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	if o.Exe == "" {
 		o.Exe = "/proc/self/exe"
+		if self, err := os.Executable(); err == nil {
+			if h, err := FindHelper(self); err == nil {
+				o.Exe = h
+			} else if !errors.Is(err, os.ErrNotExist) {
+				o.Logger.Warn("sandbox: not using the dedicated helper; dsh runs itself as the helper", "err", err)
+			}
+		}
 	}
 	if o.Grace == 0 {
 		o.Grace = 3 * time.Second
@@ -114,7 +126,7 @@ func (s *Sandbox) disabled(layer string) bool { return slices.Contains(s.o.Disab
 // namespaces at all; Landlock and seccomp are tried inside whichever
 // works. It records each layer as the helper reports it.
 func (s *Sandbox) probe() {
-	st := sandbox.Status{Platform: "linux", Implementation: "linux"}
+	st := sandbox.Status{Platform: "linux", Implementation: "linux", Helper: s.o.Exe}
 	if s.o.Exe == "/proc/self/exe" && !dispatches.Load() {
 		st.Reason = "this program does not run the sandbox helper (its main must call linux.Main first)"
 		st.Layers = []sandbox.Layer{{Name: sandbox.LayerReaper, Detail: st.Reason}}
