@@ -19,8 +19,10 @@ const HelperBinary = "dsh-sandbox-helper"
 // FindHelper returns the dedicated helper next to exe (the running dsh),
 // or why it cannot be used. It must be a regular executable file owned
 // by exe's owner (or root) that nobody else may write, and its build
-// (module version, VCS revision and state, Go version, build settings)
-// must equal this program's: the plan it reads is this build's format.
+// (module version, Go version and, when either is stamped with its VCS
+// revision, every build setting) must equal this program's. The helper
+// also refuses, on every command, a plan of another format (planFormat),
+// so a stale helper fails loudly instead of misreading a plan.
 func FindHelper(exe string) (string, error) {
 	p := filepath.Join(filepath.Dir(exe), HelperBinary)
 	fi, err := os.Stat(p)
@@ -75,8 +77,11 @@ func sameBuild(a, b *debug.BuildInfo) string {
 		return m
 	}
 	sa, sb := set(a), set(b)
-	if sa["vcs.modified"] == "true" || sb["vcs.modified"] == "true" {
-		return "built from a modified checkout, whose code the build information does not pin"
+	if sa["vcs.revision"] == "" && sb["vcs.revision"] == "" {
+		// Neither is stamped (-buildvcs=false, a build outside a
+		// checkout): nothing more to compare here; the plan's format,
+		// which the helper checks on every command, still must match.
+		return ""
 	}
 	for k, v := range sa {
 		if sb[k] != v {
@@ -85,9 +90,6 @@ func sameBuild(a, b *debug.BuildInfo) string {
 	}
 	if len(sa) != len(sb) {
 		return "different build settings"
-	}
-	if sa["vcs.revision"] == "" {
-		return "no VCS revision to compare"
 	}
 	return ""
 }

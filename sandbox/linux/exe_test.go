@@ -106,9 +106,9 @@ func slicesContain(xs []string, x string) bool {
 	return false
 }
 
-// FindHelper takes only a helper it can trust to read this build's plan:
-// none next to the program is "not found"; one others may write, or of
-// another build, is refused with the reason.
+// FindHelper takes only a helper it can trust: none next to the program
+// is "not found", one next to it is found, one others may write is
+// refused with the reason.
 func TestFindHelperRefuses(t *testing.T) {
 	dir := t.TempDir()
 	self, err := os.Executable()
@@ -127,15 +127,39 @@ func TestFindHelperRefuses(t *testing.T) {
 		t.Fatalf("no helper next to dsh: %v, want not-exist", err)
 	}
 	h := buildHelper(t, dir, HelperBinary)
-	// A test binary and a helper built apart never share a build (the
-	// test binary is not the main module's program): refused as such.
-	if _, err := FindHelper(exe); err == nil || !strings.Contains(err.Error(), "another build") {
-		t.Fatalf("a helper of another build: %v", err)
+	if got, err := FindHelper(exe); err != nil || got != h {
+		t.Fatalf("a helper of this build next to dsh: %q, %v", got, err)
 	}
 	if err := os.Chmod(h, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := FindHelper(exe); err == nil || !strings.Contains(err.Error(), "written by others") {
 		t.Fatalf("a world-writable helper: %v", err)
+	}
+}
+
+// A helper whose plan format differs (another build: here a salted one)
+// refuses every plan, and the status says so instead of claiming
+// enforcement; commands then cannot start in a confined mode.
+func TestStaleHelperIsRefusedLoudly(t *testing.T) {
+	if base := New(Options{}).Status(); !base.Enforcing {
+		t.Skipf("the sandbox does not enforce here: %s", base.Reason)
+	}
+	h := buildHelper(t, t.TempDir(), HelperBinary, "-ldflags=-X github.com/dshq/dsh/sandbox/linux.formatSalt=stale")
+	sb := New(Options{Exe: h})
+	defer sb.Close()
+	st := sb.Status()
+	if st.Enforcing || !strings.Contains(st.Reason, "from another build of dsh") {
+		t.Fatalf("status with a stale helper: enforcing %v, %q", st.Enforcing, st.Reason)
+	}
+	ws := t.TempDir()
+	p, err := sandbox.Compile(sandbox.Inputs{Mode: sandbox.ModeWorkspaceWrite, Cwd: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/true")
+	cmd.Dir = ws
+	if _, err := sb.Wrap(cmd, p, time.Second); err == nil {
+		t.Fatal("a confined command was wrapped by a helper that cannot read its plan")
 	}
 }

@@ -77,6 +77,9 @@ func helper() int {
 	if err := json.Unmarshal(line, &pl); err != nil {
 		return w.fail(fmt.Errorf("decoding the plan: %w", err))
 	}
+	if pl.Format != planFormat {
+		return w.fail(fmt.Errorf("the helper %s is from another build of dsh (plan format %s, not %s): install dsh-sandbox-helper from the same build next to dsh, or remove it", os.Args[0], planFormat, pl.Format))
+	}
 	// Signals first: as a PID namespace's init, a signal without a handler
 	// is dropped, so nothing sent from here on is lost.
 	sigs := make(chan os.Signal, 8)

@@ -286,7 +286,8 @@ func (s *Sandbox) Close() error {
 func (s *Sandbox) planFor(cmd *exec.Cmd, p *sandbox.Policy, c layout) *plan {
 	confine := p.Mode.Confines()
 	pl := &plan{
-		Path: cmd.Path, Args: cmd.Args, Dir: cmd.Dir, Policy: *p,
+		Format: planFormat,
+		Path:   cmd.Path, Args: cmd.Args, Dir: cmd.Dir, Policy: *p,
 		Confine: confine,
 		GraceMS: int(s.o.Grace / time.Millisecond),
 	}

@@ -1,6 +1,12 @@
 package linux
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"strings"
+
 	"github.com/dshq/dsh/sandbox"
 )
 
@@ -26,6 +32,10 @@ const ProxyPort = 3128
 // plan is what the parent tells the helper: the command and every layer to
 // apply. The helper decides nothing: what it cannot apply is an error.
 type plan struct {
+	// Format is planFormat of the dsh that wrote it: a helper of another
+	// build refuses a plan whose fields it may not read alike.
+	Format string `json:"format"`
+
 	Path string   `json:"path"`
 	Args []string `json:"args"`
 	Dir  string   `json:"dir"`
@@ -82,4 +92,45 @@ type report struct {
 	// Leftovers is how many processes were still running when the shell
 	// exited (and were stopped).
 	Leftovers int `json:"leftovers,omitempty"`
+}
+
+// planFormat identifies the plan's format: a hash of the plan type's
+// shape (every field's name, type and tag, recursively). dsh and a helper
+// program built apart (cmd/dsh-sandbox-helper) must agree on it; a field
+// added, removed or retyped changes it without anyone having to remember
+// a version number. formatSalt lets a test build a helper that disagrees.
+var planFormat = func() string {
+	var b strings.Builder
+	shape(&b, reflect.TypeOf(plan{}), 0)
+	b.WriteString(formatSalt)
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}()
+
+var formatSalt string
+
+func shape(b *strings.Builder, t reflect.Type, depth int) {
+	if depth > 8 {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		b.WriteString("{")
+		for i := range t.NumField() {
+			f := t.Field(i)
+			fmt.Fprintf(b, "%s %q:", f.Name, f.Tag)
+			shape(b, f.Type, depth+1)
+			b.WriteString(";")
+		}
+		b.WriteString("}")
+	case reflect.Slice, reflect.Pointer, reflect.Array:
+		b.WriteString(t.Kind().String() + " ")
+		shape(b, t.Elem(), depth+1)
+	case reflect.Map:
+		b.WriteString("map ")
+		shape(b, t.Key(), depth+1)
+		shape(b, t.Elem(), depth+1)
+	default:
+		b.WriteString(t.String())
+	}
 }
