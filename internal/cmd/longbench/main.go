@@ -1,0 +1,182 @@
+// Command longbench measures what a long one-turn `dsh -p` costs: a
+// zero-latency loopback model (DeepSeek wire format) asks for N tool steps,
+// each running a bash command that prints a fixed-size output, then
+// answers. It reports the peak RSS of the dsh process and its own CPU time
+// (user+sys, from /proc, children excluded) over the first and the last
+// ten steps, so growth per step shows however loaded the machine is.
+//
+//	go build -o /tmp/dsh ./cmd/dsh && go run ./internal/cmd/longbench -dsh /tmp/dsh -steps 5000 -size 20000
+//	go run ./internal/cmd/longbench -dsh /tmp/dsh -steps 5000 -size 20000 -window 32000
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	bin := flag.String("dsh", "dsh", "path to the dsh binary")
+	steps := flag.Int("steps", 5000, "tool steps in the turn")
+	size := flag.Int("size", 20000, "bytes each tool call prints")
+	window := flag.Int("window", 0, "compaction.contextWindow setting (0: the model's)")
+	keep := flag.String("home", "", "use this DSH_HOME and keep it (default: a temporary one)")
+	logPath := flag.String("log", "", "write dsh's output (stdout and stderr) to this file")
+	flag.Parse()
+
+	var (
+		served atomic.Int64
+		pid    atomic.Int64
+		hwm    atomic.Int64 // dsh's own peak RSS (KiB) at the final request
+		mu     sync.Mutex
+		cpuAt  = map[int64]time.Duration{}
+	)
+	marks := map[int64]bool{10: true, 20: true, int64(*steps - 10): true, int64(*steps): true}
+	cmdText := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", *size)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := served.Add(1) // the request of step n
+		if marks[n] {
+			if c, ok := procCPU(int(pid.Load())); ok {
+				mu.Lock()
+				cpuAt[n] = c
+				mu.Unlock()
+			}
+		}
+		if n == int64(*steps)+1 {
+			hwm.Store(procHWM(int(pid.Load())))
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/"+os.Getenv("LONGBENCH_STATUS"), pid.Load())); err == nil && os.Getenv("LONGBENCH_STATUS") != "" {
+				os.Stderr.Write(b)
+			}
+		}
+		var b strings.Builder
+		if n <= int64(*steps) {
+			args, _ := json.Marshal(map[string]string{"command": cmdText, "description": "print"})
+			event(&b, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
+				"index": 0, "id": "call_" + strconv.FormatInt(n, 10), "type": "function", "function": map[string]any{"name": "bash", "arguments": string(args)}}}}}}})
+			event(&b, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "tool_calls"}}})
+		} else {
+			event(&b, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "done"}, "finish_reason": "stop"}}})
+		}
+		b.WriteString("data: [DONE]\n\n")
+		// Headers and body in one write: no Nagle/delayed-ACK stall.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+		io.WriteString(w, b.String())
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	home := *keep
+	if home == "" {
+		home, _ = os.MkdirTemp("", "longbench-home-")
+		defer os.RemoveAll(home)
+	}
+	work, _ := os.MkdirTemp("", "longbench-work-")
+	defer os.RemoveAll(work)
+	if *window > 0 {
+		settings := fmt.Sprintf(`{"compaction":{"contextWindow":%d}}`, *window)
+		if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
+			panic(err)
+		}
+	}
+	cmd := exec.Command(*bin, "-p", "print things repeatedly")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL=http://"+ln.Addr().String(), "DSH_MODEL=deepseek/deepseek-chat", "TERM=dumb")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	pid.Store(int64(cmd.Process.Pid))
+	err = cmd.Wait()
+	wall := time.Since(start)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "longbench: %v\n%s", err, tail(out.String()))
+		os.Exit(1)
+	}
+	if *logPath != "" {
+		_ = os.WriteFile(*logPath, []byte(out.String()), 0o600)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	self := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Printf("dsh -p, %d steps of %d-byte outputs (window %d): wall %v, model requests %d\n", *steps, *size, *window, wall.Round(time.Millisecond), served.Load())
+	fmt.Printf("dsh peak RSS (VmHWM at the final request) %.1f MiB; rusage maxrss %.1f MiB (largest of dsh and its children); CPU user+sys %v (with children)\n",
+		float64(hwm.Load())/1024, float64(ru.Maxrss)/1024, self.Round(time.Millisecond))
+	mu.Lock()
+	defer mu.Unlock()
+	first, okA := cpuAt[20]-cpuAt[10], cpuAt[10] > 0 && cpuAt[20] > 0
+	last, okB := cpuAt[int64(*steps)]-cpuAt[int64(*steps-10)], cpuAt[int64(*steps-10)] > 0 && cpuAt[int64(*steps)] > 0
+	if okA && okB {
+		fmt.Printf("dsh CPU per step (own, user+sys): steps 10-20 %v, steps %d-%d %v (ratio %.2f)\n",
+			first/10, *steps-10, *steps, last/10, float64(last)/float64(max(first, 1)))
+	}
+}
+
+// procCPU is the user+sys CPU time of pid itself (not its children).
+func procCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100), true // USER_HZ is 100 on Linux
+}
+
+// procHWM is pid's peak resident set (VmHWM) in KiB, 0 when unknown.
+func procHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func event(b *strings.Builder, m map[string]any) {
+	m["id"], m["object"], m["model"] = "chatcmpl", "chat.completion.chunk", "deepseek-chat"
+	j, _ := json.Marshal(m)
+	fmt.Fprintf(b, "data: %s\n\n", j)
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
