@@ -103,6 +103,9 @@ const (
 	AtTurn = "turn" // before the turn's first step
 	AtStep = "step" // before the first change of a later step
 	AtEnd  = "end"  // when the turn ended
+	// AtRewind marks the states a rewind found and left (its
+	// restore-start and restored records), not a checkpoint/taken.
+	AtRewind = "rewind"
 )
 
 // Taken is the payload of checkpoint/taken.

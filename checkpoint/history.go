@@ -91,12 +91,14 @@ func (h history) turn(n int) (turnRec, bool) {
 func readHistory(s *session.Session) history {
 	var h history
 	open := map[string]int{}
+	cur := 0 // the turn being read
 	for e := range s.Scan(0) {
 		h.last = e.Seq
 		switch e.Type {
 		case session.TypeTurnStart:
 			ts, err := session.Decode[session.TurnStart](e)
 			if err == nil {
+				cur = ts.Turn
 				h.turns = append(h.turns, turnRec{turn: ts.Turn, seq: e.Seq, trigger: ts.Trigger.Kind, steps: map[int]int64{}})
 			}
 		case session.TypeStepStart:
@@ -128,7 +130,8 @@ func readHistory(s *session.Session) history {
 			open[rs.Token] = len(h.interrupted)
 			h.interrupted = append(h.interrupted, pending{seq: e.Seq, start: rs})
 			if !rs.From.IsZero() {
-				h.marks = append(h.marks, mark{seq: e.Seq, id: rs.From, at: "rewind", open: true})
+				// The state a rewind found: what rewinding its turn restores.
+				h.marks = append(h.marks, mark{seq: e.Seq, turn: cur, id: rs.From, at: AtRewind, open: true})
 			}
 		case TypeRestored:
 			r, err := session.Decode[Restored](e)
@@ -139,7 +142,7 @@ func readHistory(s *session.Session) history {
 				h.interrupted[i].seq = -1
 			}
 			if !r.After.IsZero() {
-				h.marks = append(h.marks, mark{seq: e.Seq, id: r.After, at: "rewind", close: true})
+				h.marks = append(h.marks, mark{seq: e.Seq, turn: cur, id: r.After, at: AtRewind, close: true})
 			}
 		}
 	}
@@ -170,7 +173,11 @@ func (h history) target(t Target) (turnRec, mark, int64, error) {
 		seq = s
 	}
 	for _, m := range h.marks {
-		if m.turn == t.Turn && m.at == at && (at == AtTurn || m.step == t.Step) && m.seq > tr.seq {
+		if m.turn != t.Turn || m.seq <= tr.seq {
+			continue
+		}
+		// Before a rewind's own turn is the state that rewind found.
+		if m.at == at && (at == AtTurn || m.step == t.Step) || at == AtTurn && m.at == AtRewind && m.open {
 			return tr, m, seq, nil
 		}
 	}
