@@ -122,7 +122,7 @@ func (r *run) turnOfMessage(s *session.Session, id string) (int, bool) {
 	seq, client := r.clientUUIDs[id]
 	r.mu.Unlock()
 	turn, open := 0, false
-	for _, e := range s.Events() {
+	for e := range s.Scan(0) {
 		switch e.Type {
 		case session.TypeTurnStart:
 			if ts, err := session.Decode[session.TurnStart](e); err == nil {
