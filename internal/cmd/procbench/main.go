@@ -2,12 +2,15 @@
 // time of `dsh -p` against a zero-latency loopback model (DeepSeek wire
 // format) for a 0-step and an N-step task where every step runs `echo`
 // through the bash tool, the per-step overhead derived from the two, the
-// peak RSS, and the cold start of the binary.
+// peak RSS, and the cold start of the binary. With -flat N it instead runs one
+// task of N steps printing -output bytes each and compares dsh's CPU per step
+// early and late in it.
 //
 //	go build -o /tmp/dsh ./cmd/dsh && go run ./internal/cmd/procbench -dsh /tmp/dsh
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -18,6 +21,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -28,7 +32,13 @@ func main() {
 	steps := flag.Int("steps", 20, "tool steps in the long task")
 	runs := flag.Int("runs", 10, "runs per measurement (median reported)")
 	bigChunk := flag.Int("chunk", 0, "also measure an answer streamed as one text chunk of this many bytes")
+	flat := flag.Int("flat", 0, "instead, run one task of this many tool steps and compare dsh's CPU per step early and late in it")
+	output := flag.Int("output", 20*1024, "with -flat, bytes each step's command prints")
 	flag.Parse()
+	if *flat > 0 {
+		flatRun(*bin, *flat, *output)
+		return
+	}
 
 	var left, big atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -114,4 +124,97 @@ func chunk(w io.Writer, m map[string]any) {
 	m["id"], m["object"], m["model"] = "chatcmpl", "chat.completion.chunk", "deepseek-chat"
 	b, _ := json.Marshal(m)
 	fmt.Fprintf(w, "data: %s\n\n", b)
+}
+
+// flatRun measures whether a step costs the same late in a long task as
+// early on: one `dsh -p` of n tool steps, each printing output bytes, against
+// a loopback model that reports the prompt's real size as usage (so
+// compaction runs as it would). At each request the server samples the dsh
+// process's own CPU time (utime+stime from /proc, children excluded), and
+// the per-step CPU of the 200 steps after step 10 is compared with that of
+// the last 200.
+func flatRun(bin string, n, output int) {
+	var (
+		left atomic.Int64
+		pid  atomic.Int64
+		cpu  []time.Duration // dsh's CPU when each request arrived
+		mu   sync.Mutex
+	)
+	left.Store(int64(n))
+	cmdline := fmt.Sprintf("yes 'a line of tool output, printed until the step has its bytes' | head -c %d", output)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		cpu = append(cpu, procCPU(int(pid.Load())))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		usage := map[string]any{"prompt_tokens": len(body) / 4, "completion_tokens": 5}
+		if bytes.Contains(body, []byte("checkpoint that replaces it")) {
+			s := "## Goal\n- run the command\n## Decisions\n- (none)\n## Files touched\n- (none)\n## Errors and fixes\n- (none)\n## Open tasks\n- more runs\n## Next step\n- run it"
+			chunk(w, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": s}, "finish_reason": "stop"}}, "usage": usage})
+		} else if k := left.Add(-1); k >= 0 {
+			args, _ := json.Marshal(map[string]string{"command": cmdline, "description": "print"})
+			chunk(w, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
+				"index": 0, "id": fmt.Sprintf("call_%d", k), "type": "function", "function": map[string]any{"name": "bash", "arguments": string(args)}}}}}}})
+			chunk(w, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "tool_calls"}}, "usage": usage})
+		} else {
+			chunk(w, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "done"}, "finish_reason": "stop"}}, "usage": usage})
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	home, _ := os.MkdirTemp("", "procbench-home-")
+	work, _ := os.MkdirTemp("", "procbench-work-")
+	defer os.RemoveAll(home)
+	defer os.RemoveAll(work)
+	cmd := exec.Command(bin, "-p", "run the command until told to stop")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL="+srv.URL, "DSH_MODEL=deepseek/deepseek-chat", "TERM=dumb")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "procbench: %v\n", err)
+		os.Exit(1)
+	}
+	pid.Store(int64(cmd.Process.Pid))
+	if err := cmd.Wait(); err != nil {
+		fmt.Fprintf(os.Stderr, "procbench: %v\n%s", err, out.Bytes())
+		os.Exit(1)
+	}
+	wall := time.Since(start)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	mu.Lock()
+	defer mu.Unlock()
+	per := func(from, to int) time.Duration { return (cpu[to] - cpu[from]) / time.Duration(to-from) }
+	const window = 200
+	if len(cpu) < 2*window+20 {
+		fmt.Fprintf(os.Stderr, "procbench: only %d requests\n", len(cpu))
+		os.Exit(1)
+	}
+	early, late := per(10, 10+window), per(len(cpu)-1-window, len(cpu)-1)
+	fmt.Printf("dsh -p, %d steps of %d-byte outputs: %d requests in %v, dsh CPU %v (user %v, sys %v), peak RSS %.1f MiB\n",
+		n, output, len(cpu), wall.Round(time.Millisecond), (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Round(time.Millisecond),
+		time.Duration(ru.Utime.Nano()).Round(time.Millisecond), time.Duration(ru.Stime.Nano()).Round(time.Millisecond), float64(ru.Maxrss)/1024)
+	fmt.Printf("dsh CPU per step: requests 10-%d %v, requests %d-%d %v (late/early %.2f)\n",
+		10+window, early.Round(10*time.Microsecond), len(cpu)-1-window, len(cpu)-1, late.Round(10*time.Microsecond), float64(late)/float64(early))
+}
+
+// procCPU is a process's own user+system CPU time (not its children's),
+// from /proc/<pid>/stat, in clock ticks of 10 ms.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || pid == 0 {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may
+	// contain spaces: utime and stime are the 14th and 15th fields.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
