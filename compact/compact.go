@@ -151,6 +151,9 @@ type Compactor struct {
 	log    *slog.Logger
 	mu     sync.Mutex
 	forced map[agent.ID]string // pending on-demand requests (focus) of busy agents
+	// backoff holds, per agent, how automatic summarization is waiting
+	// after failures (see [backoff]).
+	backoff map[agent.ID]*backoff
 
 	// BeforeCompact fires before any summarization.
 	BeforeCompact *kernel.Serial[Before]
@@ -177,7 +180,7 @@ func New(cfg Config, svc *llm.Service, hub *agent.Hub, log *slog.Logger) *Compac
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Compactor{cfg: cfg, llm: svc, hub: hub, log: log, forced: map[agent.ID]string{},
+	return &Compactor{cfg: cfg, llm: svc, hub: hub, log: log, forced: map[agent.ID]string{}, backoff: map[agent.ID]*backoff{},
 		BeforeCompact: kernel.NewSerial[Before]("compact/before"),
 		Done:          kernel.NewSignal[Outcome]("compact/done")}
 }
@@ -308,11 +311,60 @@ func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, syst
 	if !forced && now < threshold {
 		return finish(nil)
 	}
+	if !forced && now < cfg.ContextWindow && c.deferSummary(a.ID()) {
+		c.log.Info("compact: summarization deferred after failed attempts", "agent", a.ID(), "estimate", now, "window", cfg.ContextWindow)
+		return finish(nil)
+	}
 	shadowed, err := c.summarize(ctx, a, turn, step, cfg, focus)
 	if err == nil {
 		out.Summarized, out.Shadowed = true, shadowed
 	}
+	if err == nil || !forced {
+		c.noteSummary(a.ID(), err)
+	}
 	return finish(err)
+}
+
+// backoff is an agent's wait after failed automatic summaries. A model
+// that cannot summarize (it answers with a tool call or nothing, truncates,
+// or its provider is failing) used to be asked again before every step,
+// each time with the whole history to summarize: a paid request per step
+// that keeps failing. After the n-th failure in a row, the next 2^n - 1
+// steps over the threshold only prune (at most 31); a history that
+// reaches the window itself is summarized regardless, and an on-demand
+// /compact never waits.
+type backoff struct {
+	failures int // in a row
+	skip     int // steps still to pass over
+}
+
+// deferSummary reports whether this step's automatic summary waits.
+func (c *Compactor) deferSummary(id agent.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.backoff[id]
+	if b == nil || b.skip == 0 {
+		return false
+	}
+	b.skip--
+	return true
+}
+
+// noteSummary records an automatic summary's outcome.
+func (c *Compactor) noteSummary(id agent.ID, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		delete(c.backoff, id)
+		return
+	}
+	b := c.backoff[id]
+	if b == nil {
+		b = &backoff{}
+		c.backoff[id] = b
+	}
+	b.failures++
+	b.skip = 1<<min(b.failures, 5) - 1
 }
 
 func inProgress(s *session.Session) bool {

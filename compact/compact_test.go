@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,10 +28,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // prompt usage from the request's real size, calls the "big" tool on work
 // requests, and summarizes on summarization requests.
 type fakeProvider struct {
-	mu       sync.Mutex
-	sizes    []int // estimated prompt tokens of each work request
-	summary  func() []llm.Chunk
-	requests int
+	mu        sync.Mutex
+	sizes     []int // estimated prompt tokens of each work request
+	summary   func() []llm.Chunk
+	requests  int
+	summaries int // summarization requests
 }
 
 func reqTokens(r *llm.Request) int {
@@ -45,6 +47,7 @@ func (f *fakeProvider) entry() scripted.Entry {
 		f.requests++
 		usage := llm.Usage{InputTokens: reqTokens(r), OutputTokens: 20}
 		if strings.Contains(r.System, "checkpoint that replaces it") {
+			f.summaries++
 			if f.summary != nil {
 				return f.summary()
 			}
@@ -204,6 +207,46 @@ func TestFailedSummaryLeavesHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A model that cannot summarize is not asked again before every step: after
+// each failure in a row the automatic summary waits twice as many steps,
+// and a summary that works ends the wait.
+func TestFailedSummaryBacksOff(t *testing.T) {
+	var works atomic.Bool
+	f := &fakeProvider{summary: func() []llm.Chunk {
+		if works.Load() {
+			return scripted.TextChunks("## Goal\n- keep calling big\n## Next step\n- call big", llm.FinishStop)
+		}
+		return scripted.TextChunks("", llm.FinishStop) // no text: the summary fails
+	}}
+	// Each step adds ~2,000 tokens: over the threshold from about step 4,
+	// under the window (which would force a summary) for the whole run.
+	_, _, a := setup(t, compact.Config{ContextWindow: 1_000_000, Threshold: 0.008, RetainTokens: 1000, PruneAbove: 1 << 30}, f)
+	runTurnSteps(t, a, 40)
+	f.mu.Lock()
+	failed := f.summaries
+	f.mu.Unlock()
+	var attempts, errs int
+	for _, e := range a.Session().Events() {
+		if e.Type == compact.TypeEnd {
+			attempts++
+			if strings.Contains(string(e.Data), "produced no text") {
+				errs++
+			}
+		}
+	}
+	// 40 steps with ~36 over the threshold: retries after 1, 3, 7, 15 and
+	// 31 skipped steps make at most 6 requests; one per step would be ~36.
+	if failed < 2 || failed > 6 || errs != failed {
+		t.Fatalf("%d summarization requests (%d failed compactions, %d compaction runs) in 40 steps; want 2-6", failed, errs, attempts)
+	}
+	// Once the model summarizes again, the wait ends after the next try.
+	works.Store(true)
+	runTurnSteps(t, a, 80)
+	if s, ok := a.Session().Last(compact.TypeSummary); !ok || s.Seq == 0 {
+		t.Fatal("no summary after the model recovered")
 	}
 }
 

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -38,10 +39,12 @@ func main() {
 
 	var (
 		served atomic.Int64
-		pid    atomic.Int64
-		hwm    atomic.Int64 // dsh's own peak RSS (KiB) at the final request
-		mu     sync.Mutex
-		cpuAt  = map[int64]time.Duration{}
+		// summaries counts compaction's summarization requests.
+		summaries atomic.Int64
+		pid       atomic.Int64
+		hwm       atomic.Int64 // dsh's own peak RSS (KiB) at the final request
+		mu        sync.Mutex
+		cpuAt     = map[int64]time.Duration{}
 	)
 	marks := map[int64]bool{10: true, 20: true, int64(*steps - 10): true, int64(*steps): true}
 	cmdText := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", *size)
@@ -50,7 +53,20 @@ func main() {
 		panic(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("checkpoint that replaces it")) {
+			// Compaction's summarization request: answer with a summary,
+			// as a model would (a tool call here fails the summary, and
+			// the run measures retries instead of work). Not a step.
+			var b strings.Builder
+			event(&b, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "## Goal\n- print output repeatedly\n## Next step\n- run the command again"}, "finish_reason": "stop"}}})
+			b.WriteString("data: [DONE]\n\n")
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+			io.WriteString(w, b.String())
+			summaries.Add(1)
+			return
+		}
 		n := served.Add(1) // the request of step n
 		if marks[n] {
 			if c, ok := procCPU(int(pid.Load())); ok {
@@ -117,7 +133,7 @@ func main() {
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	self := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	fmt.Printf("dsh -p, %d steps of %d-byte outputs (window %d): wall %v, model requests %d\n", *steps, *size, *window, wall.Round(time.Millisecond), served.Load())
+	fmt.Printf("dsh -p, %d steps of %d-byte outputs (window %d): wall %v, model requests %d (and %d summarization requests)\n", *steps, *size, *window, wall.Round(time.Millisecond), served.Load(), summaries.Load())
 	fmt.Printf("dsh peak RSS (VmHWM at the final request) %.1f MiB; rusage maxrss %.1f MiB (largest of dsh and its children); CPU user+sys %v (with children)\n",
 		float64(hwm.Load())/1024, float64(ru.Maxrss)/1024, self.Round(time.Millisecond))
 	mu.Lock()
