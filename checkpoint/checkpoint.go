@@ -382,12 +382,20 @@ func (c *Checkpoints) roots(s *session.Session) []string {
 
 // sessionExtras are the extra files of s: those noted in this process
 // and those its newest checkpoint recorded (a resumed session).
-func (c *Checkpoints) sessionExtras(s *session.Session, h history) []string {
+//
+// Only the newest checkpoint is needed, so the log is read backwards to it
+// (a step's worth of events): folding the whole history here, at every
+// checkpoint, made each step cost more the longer the session — 43% of
+// dsh's CPU over a 4,000-step turn.
+func (c *Checkpoints) sessionExtras(s *session.Session) []string {
 	c.mu.Lock()
 	have := c.extras[s.ID()]
 	c.mu.Unlock()
-	if len(have) == 0 && len(h.marks) > 0 {
-		if cp, err := c.store.Checkpoint(h.marks[len(h.marks)-1].id); err == nil && !cp.Extras.IsZero() {
+	if len(have) > 0 {
+		return append([]string(nil), have...)
+	}
+	if id, ok := newestCheckpoint(s); ok {
+		if cp, err := c.store.Checkpoint(id); err == nil && !cp.Extras.IsZero() {
 			if ents, err := c.store.ExtraEntries(cp.Extras); err == nil {
 				for _, e := range ents {
 					c.addExtra(s.ID(), e.Name)
@@ -403,7 +411,31 @@ func (c *Checkpoints) sessionExtras(s *session.Session, h history) []string {
 
 // scan records the current state of s's workspace.
 func (c *Checkpoints) scan(ctx context.Context, s *session.Session) (files.Result, error) {
-	return c.scanner.Scan(ctx, c.roots(s), c.sessionExtras(s, readHistory(s)))
+	return c.scanner.Scan(ctx, c.roots(s), c.sessionExtras(s))
+}
+
+// newestCheckpoint is the id of the newest checkpoint s's log references:
+// one taken, or the state a rewind found or left (the marks of history).
+func newestCheckpoint(s *session.Session) (files.Hash, bool) {
+	var id files.Hash
+	s.Backward(int64(s.Len()), func(e session.Event) bool {
+		switch e.Type {
+		case TypeTaken:
+			if t, err := session.Decode[Taken](e); err == nil {
+				id = t.ID
+			}
+		case TypeRestoreStart:
+			if rs, err := session.Decode[RestoreStart](e); err == nil {
+				id = rs.From
+			}
+		case TypeRestored:
+			if r, err := session.Decode[Restored](e); err == nil {
+				id = r.After
+			}
+		}
+		return id.IsZero()
+	})
+	return id, !id.IsZero()
 }
 
 // take scans and logs a checkpoint inside the open turn.
