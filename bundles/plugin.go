@@ -123,34 +123,34 @@ func (b *Bundles) usable(cwd string) []Bundle {
 
 func source(x Bundle) string { return "plugin " + x.Name }
 
-func (b *Bundles) commandDirs(cwd string) []commands.Dir {
-	var out []commands.Dir
+// dirsOf lists one kind of directory of the usable bundles, each named
+// for its bundle and prefixed with the bundle's namespace ("fmt:").
+func dirsOf[D any](b *Bundles, cwd string, kind func(Bundle) []string, dir func(path, source, prefix string) D) []D {
+	var out []D
 	for _, x := range b.usable(cwd) {
-		for _, d := range x.CommandDirs() {
-			out = append(out, commands.Dir{Path: d, Source: source(x), Prefix: x.Name + ":"})
+		for _, d := range kind(x) {
+			out = append(out, dir(d, source(x), x.Name+":"))
 		}
 	}
 	return out
+}
+
+func (b *Bundles) commandDirs(cwd string) []commands.Dir {
+	return dirsOf(b, cwd, Bundle.CommandDirs, func(p, src, pre string) commands.Dir {
+		return commands.Dir{Path: p, Source: src, Prefix: pre}
+	})
 }
 
 func (b *Bundles) skillDirs(cwd string) []skills.Dir {
-	var out []skills.Dir
-	for _, x := range b.usable(cwd) {
-		for _, d := range x.SkillDirs() {
-			out = append(out, skills.Dir{Path: d, Source: source(x), Prefix: x.Name + ":"})
-		}
-	}
-	return out
+	return dirsOf(b, cwd, Bundle.SkillDirs, func(p, src, pre string) skills.Dir {
+		return skills.Dir{Path: p, Source: src, Prefix: pre}
+	})
 }
 
 func (b *Bundles) agentDirs(cwd string) []subagent.Dir {
-	var out []subagent.Dir
-	for _, x := range b.usable(cwd) {
-		for _, d := range x.AgentDirs() {
-			out = append(out, subagent.Dir{Path: d, Source: source(x), Prefix: x.Name + ":"})
-		}
-	}
-	return out
+	return dirsOf(b, cwd, Bundle.AgentDirs, func(p, src, pre string) subagent.Dir {
+		return subagent.Dir{Path: p, Source: src, Prefix: pre}
+	})
 }
 
 func (b *Bundles) hookFiles(cwd string) []hooks.ExtraFile {
