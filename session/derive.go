@@ -13,6 +13,9 @@ type node struct {
 	msg      llm.Message
 	has      bool // produces a message (empty assistant messages do not)
 	replaces bool // the event replaced earlier nodes (a pruned result, a summary)
+	// patched: msg is not what the event derives (a rewritten call's
+	// arguments were patched in), so a snapshot records msg itself.
+	patched bool
 }
 
 // deriver folds the log into the surface and the message history, one event
@@ -300,6 +303,7 @@ func (d *deriver) noteRewrite(e Event) error {
 				content := append([]llm.Block(nil), n.msg.Content...)
 				content[k].Arguments = tc.Arguments
 				n.msg = llm.Message{Role: n.msg.Role, Content: content}
+				n.patched = true
 				d.dirty = true
 				return nil
 			}

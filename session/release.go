@@ -41,7 +41,7 @@ func (s *Session) Release(durable int64) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reader == nil {
-		return s.released * segmentSize
+		return s.base + s.released*segmentSize
 	}
 	_, _ = s.der.messages(s) // the history keeps what it needs; an error stays sticky for Messages
 	limit := min(durable, int64(s.der.processed))
@@ -61,7 +61,10 @@ func (s *Session) Release(durable int64) int {
 	var seg []Event // the copy of segment k being changed
 	k := -1
 	for _, seq := range s.der.dropped {
-		j := int(seq / segmentSize)
+		if seq < int64(s.base) {
+			continue // a kept event: it stays, like the snapshot it came with
+		}
+		j := (int(seq) - s.base) / segmentSize
 		if j >= s.released {
 			continue // slimmed against the surface when its segment goes
 		}
@@ -69,20 +72,20 @@ func (s *Session) Release(durable int64) int {
 			seg, k = append([]Event(nil), s.segs[j]...), j
 			s.segs[j] = seg
 		}
-		if e := &seg[seq%segmentSize]; releasable(*e) {
+		if e := &seg[(int(seq)-s.base)%segmentSize]; releasable(*e) {
 			e.Data, e.back = nil, s
 		}
 	}
 	s.der.dropped = s.der.dropped[:0]
 	for k := s.released; k < len(s.segs)-1; k++ {
 		seg := s.segs[k]
-		if len(seg) < segmentSize || int64(k+1)*segmentSize > limit {
+		if len(seg) < segmentSize || int64(s.base+(k+1)*segmentSize) > limit {
 			break
 		}
 		s.segs[k] = slim(s, seg, surface())
 		s.released = k + 1
 	}
-	return s.released * segmentSize
+	return s.base + s.released*segmentSize
 }
 
 // releasable reports whether e's payload may leave memory once stored: not
@@ -111,11 +114,12 @@ func slim(s *Session, seg []Event, onSurface map[int64]bool) []Event {
 	return out
 }
 
-// Released reports how many leading events have their payload released.
+// Released reports how many leading events have their payload released
+// (those before [Session.Base] count: they are not held at all).
 func (s *Session) Released() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.released * segmentSize
+	return s.base + s.released*segmentSize
 }
 
 // Payload returns e with its payload, reading it back from the store when
@@ -148,7 +152,8 @@ func (s *Session) Range(ctx context.Context, from, to int64, fn func(Event) erro
 	from = max(from, 0)
 	to = min(to, int64(s.n))
 	segs := append([][]Event(nil), s.segs...)
-	released := int64(s.released) * segmentSize
+	base := s.base
+	released := int64(base + s.released*segmentSize)
 	reader := s.reader
 	s.mu.Unlock()
 	seq := from
@@ -159,7 +164,12 @@ func (s *Session) Range(ctx context.Context, from, to int64, fn func(Event) erro
 		}
 		want := seq
 		err := reader(ctx, seq, end, func(e Event) error {
-			mem := segs[want/segmentSize][want%segmentSize]
+			var mem Event
+			if want >= int64(base) {
+				mem = segAt(segs, base, int(want))
+			} else {
+				mem = Event{Seq: want, Type: e.Type} // not held: the seq is the check
+			}
 			if e.Seq != want || e.Type != mem.Type {
 				return fmt.Errorf("session: reading back event %d of %q: the store has %q at seq %d, memory has %q: %w",
 					want, s.id, e.Type, e.Seq, mem.Type, ErrReleased)
@@ -180,7 +190,7 @@ func (s *Session) Range(ctx context.Context, from, to int64, fn func(Event) erro
 		seq = end
 	}
 	for ; seq < to; seq++ { // memory: nothing to wait for, so ctx is not consulted
-		if err := fn(segs[seq/segmentSize][seq%segmentSize]); err != nil {
+		if err := fn(segAt(segs, base, int(seq))); err != nil {
 			return err
 		}
 	}

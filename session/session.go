@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"iter"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +43,16 @@ type Session struct {
 	// no append ever copies the log. n is the number of events.
 	segs [][]Event
 	n    int
+	// base is the seq of the first event segs holds. It is 0 unless the
+	// session was resumed from a snapshot: then the events before it are
+	// read through reader, except kept, the few the snapshot carries.
+	base int
+	// kept are events before base that the snapshot carried (the surface
+	// and the types of [KeepOnResume]), in seq order, with their payload.
+	kept []Event
+	// snapAnchor is the anchor digest of the snapshot the session resumed
+	// from ("" when none).
+	snapAnchor string
 	// released counts the leading segments whose payloads were dropped
 	// from memory (see Release); reader reads them back.
 	released int
@@ -87,7 +99,13 @@ type Options struct {
 	// (a store validates every event it reads), so New does not parse
 	// them a second time.
 	Validated bool
-	Clock     func() time.Time
+	// Snapshot, when set, is the derived state of the log's first
+	// Snapshot.Covers() events (see [Snapshot]); Seed then holds the
+	// events after them, from that seq on, and the session holds only
+	// those and what the snapshot kept. A seed that does not continue the
+	// snapshot is an error wrapping [ErrSnapshot].
+	Snapshot *Snapshot
+	Clock    func() time.Time
 }
 
 // New returns a session. The header's ID wins over id when set.
@@ -107,8 +125,16 @@ func New(id ID, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("session: unsupported format version %d (only %d)", h.Version, FormatVersion)
 	}
 	s := &Session{id: h.ID, header: h, clock: clock}
+	if opts.Snapshot != nil {
+		if err := s.restore(opts.Snapshot); err != nil {
+			return nil, err
+		}
+	}
 	for i, e := range opts.Seed {
-		if e.Seq != int64(i) {
+		if want := int64(s.base + i); e.Seq != want {
+			if opts.Snapshot != nil {
+				return nil, fmt.Errorf("session: seed event at index %d has seq %d (expected %d after the snapshot): %w", i, e.Seq, want, ErrSnapshot)
+			}
 			return nil, fmt.Errorf("session: seed event at index %d has seq %d (expected %d); seed must be contiguous from 0", i, e.Seq, i)
 		}
 		if e.IsReleased() {
@@ -125,6 +151,14 @@ func New(id ID, opts Options) (*Session, error) {
 		s.push(e)
 		s.noteTurn(e)
 	}
+	if opts.Snapshot != nil {
+		// Fold the events after the snapshot now: one that does not fit
+		// it (a replace of a node it does not have) means the snapshot
+		// does not describe this log, and the caller replays instead.
+		if _, err := s.der.messages(s); err != nil {
+			return nil, fmt.Errorf("session: the events after the snapshot do not continue it: %w: %w", err, ErrSnapshot)
+		}
+	}
 	return s, nil
 }
 
@@ -135,7 +169,7 @@ const segmentSize = 256
 
 // push adds e at the end of the log; callers hold s.mu (or own s).
 func (s *Session) push(e Event) {
-	if s.n%segmentSize == 0 {
+	if (s.n-s.base)%segmentSize == 0 {
 		s.segs = append(s.segs, make([]Event, 0, segmentSize))
 	}
 	last := len(s.segs) - 1
@@ -144,8 +178,40 @@ func (s *Session) push(e Event) {
 }
 
 // at returns the event at seq as held in memory (a released event has no
-// payload); callers hold s.mu and check the bounds.
-func (s *Session) at(seq int) Event { return s.segs[seq/segmentSize][seq%segmentSize] }
+// payload); callers hold s.mu and check the bounds (base <= seq < n).
+func (s *Session) at(seq int) Event { return segAt(s.segs, s.base, seq) }
+
+// segAt returns the event at seq of segments whose first event is base.
+func segAt(segs [][]Event, base, seq int) Event {
+	i := seq - base
+	return segs[i/segmentSize][i%segmentSize]
+}
+
+// keptAt returns the kept event at seq (seq < base); callers hold s.mu.
+func (s *Session) keptAt(seq int64) (Event, bool) {
+	i, ok := slices.BinarySearchFunc(s.kept, seq, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
+	if !ok {
+		return Event{}, false
+	}
+	return s.kept[i], true
+}
+
+// keptFrom returns the kept events from seq from on; callers hold s.mu.
+func (s *Session) keptFrom(from int64) []Event {
+	i, _ := slices.BinarySearchFunc(s.kept, from, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
+	return s.kept[i:]
+}
+
+// Base is the seq of the first event the session holds in full sequence:
+// 0, unless it was resumed from a snapshot. The held views (Events, Since,
+// Scan, Backward, Event, Last) see of the events before it only those the
+// snapshot kept (the surface and the types of [KeepOnResume]); Range,
+// Payload and Log read every one from the store.
+func (s *Session) Base() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(s.base)
+}
 
 // ID returns the session id.
 func (s *Session) ID() ID { return s.id }
@@ -171,7 +237,8 @@ func (s *Session) Len() int {
 func (s *Session) Events() []Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Event, 0, s.n)
+	out := make([]Event, 0, len(s.kept)+s.n-s.base)
+	out = append(out, s.kept...)
 	for _, seg := range s.segs {
 		out = append(out, seg...)
 	}
@@ -190,8 +257,15 @@ func (s *Session) Since(from int64) []Event {
 	if from >= int64(s.n) {
 		return nil
 	}
-	out := make([]Event, 0, int64(s.n)-from)
-	for i := int(from); i < s.n; {
+	var out []Event
+	if from < int64(s.base) {
+		kept := s.keptFrom(from)
+		out = append(make([]Event, 0, len(kept)+s.n-s.base), kept...)
+		from = int64(s.base)
+	} else {
+		out = make([]Event, 0, int64(s.n)-from)
+	}
+	for i := int(from) - s.base; i < s.n-s.base; {
 		seg := s.segs[i/segmentSize][i%segmentSize:]
 		out = append(out, seg...)
 		i += len(seg)
@@ -207,9 +281,15 @@ func (s *Session) Backward(before int64, fn func(Event) bool) {
 		before = int64(s.n)
 	}
 	segs := append([][]Event(nil), s.segs...)
+	base, kept := s.base, s.kept
 	s.mu.Unlock()
-	for i := int(before) - 1; i >= 0; i-- {
-		if !fn(segs[i/segmentSize][i%segmentSize]) {
+	for i := int(before) - 1; i >= base; i-- {
+		if !fn(segAt(segs, base, i)) {
+			return
+		}
+	}
+	for i := len(kept) - 1; i >= 0; i-- {
+		if kept[i].Seq < before && !fn(kept[i]) {
 			return
 		}
 	}
@@ -223,22 +303,33 @@ func (s *Session) Scan(from int64) iter.Seq[Event] {
 	s.mu.Lock()
 	n := int64(s.n)
 	segs := append([][]Event(nil), s.segs...)
+	base := s.base
+	kept := s.keptFrom(from)
 	s.mu.Unlock()
 	return func(yield func(Event) bool) {
-		for i := max(from, 0); i < n; i++ {
-			if !yield(segs[i/segmentSize][i%segmentSize]) {
+		for _, e := range kept {
+			if !yield(e) {
+				return
+			}
+		}
+		for i := max(from, int64(base)); i < n; i++ {
+			if !yield(segAt(segs, base, int(i))) {
 				return
 			}
 		}
 	}
 }
 
-// Event returns the event at seq, as held in memory (see [Session.Events]).
+// Event returns the event at seq, as held in memory (see [Session.Events]);
+// before [Session.Base], only a kept one ([Session.Payload] reads any).
 func (s *Session) Event(seq int64) (Event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if seq < 0 || seq >= int64(s.n) {
 		return Event{}, false
+	}
+	if seq < int64(s.base) {
+		return s.keptAt(seq)
 	}
 	return s.at(int(seq)), true
 }
@@ -248,9 +339,14 @@ func (s *Session) Event(seq int64) (Event, bool) {
 func (s *Session) Last(typ string) (Event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := s.n - 1; i >= 0; i-- {
+	for i := s.n - 1; i >= s.base; i-- {
 		if e := s.at(i); e.Type == typ {
 			return e, true
+		}
+	}
+	for i := len(s.kept) - 1; i >= 0; i-- {
+		if s.kept[i].Type == typ {
+			return s.kept[i], true
 		}
 	}
 	return Event{}, false
