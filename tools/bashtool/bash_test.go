@@ -309,8 +309,9 @@ func TestPresentResult(t *testing.T) {
 		body   string
 	}{
 		{"clean", fg, text("hi\n[exit code: 0]\n\n"), 0, "", "hi\n[exit code: 0]\n\n", ""},
-		{"failed", fg, text("oops\n[exit code: 3]"), 3, "", "oops\n[exit code: 3]", ""},
-		{"signal", fg, text("gone\n[killed by signal: SIGKILL]"), -1, "SIGKILL", "gone\n[killed by signal: SIGKILL]", ""},
+		{"failed", fg, text("oops\n[exit code: 3]"), 3, "", "oops\n", ""},
+		{"failed with meta", fg, withMeta(text("oops\n[exit code: 3]"), `{"exitCode":3}`), 3, "", "oops\n", ""},
+		{"signal", fg, text("gone\n[killed by signal: SIGKILL]"), -1, "SIGKILL", "gone\n", ""},
 		{"marker without newline", fg, text("[exit code: 5]"), 0, "", "[exit code: 5]", ""},
 		{"meta wins over spoofed text", fg, withMeta(text("x\n[exit code: 9]"), `{"exitCode":0}`), 0, "", "x\n[exit code: 9]", ""},
 		{"meta signal", fg, withMeta(text("x"), `{"signal":"SIGTERM","timedOut":true}`), -1, "SIGTERM", "x", ""},

@@ -62,6 +62,16 @@ func (t *bashTool) PresentResult(args json.RawMessage, res tool.Result) *tool.Vi
 	} else {
 		v.ExitCode = &code
 	}
+	// The card states the outcome itself: the marker the model reads at
+	// the end of the text would show it twice (a marker the command printed
+	// that does not match the outcome stays: it is output).
+	marker, want := exitMarker, strconv.Itoa(code)
+	if signal != "" {
+		marker, want = signalMarker, signal
+	}
+	if m := marker.FindStringSubmatchIndex(text); m != nil && text[m[2]:m[3]] == want && (signal != "" || code != 0) {
+		v.Output = text[:m[0]] + "\n"
+	}
 	return v
 }
 

@@ -46,7 +46,7 @@ func Tool(name, provider string, svc *subagent.Service, agents *agent.Registry, 
 		}
 		desc = b.String()
 	}
-	return tool.Func(tool.Info{Name: name, Description: desc, Kind: tool.KindOther, Concurrent: true},
+	return presented{tool.Func(tool.Info{Name: name, Description: desc, Kind: tool.KindOther, Concurrent: true},
 		func(ctx context.Context, call tool.Call, a args) (tool.Result, error) {
 			parent := subagent.Host(agents, call.Host)
 			if parent == nil {
@@ -112,8 +112,38 @@ func Tool(name, provider string, svc *subagent.Service, agents *agent.Registry, 
 				return tool.Result{}, errors.New("subagent declined the task")
 			}
 			return tool.Result{}, errors.New("subagent run failed")
-		})
+		})}
 }
+
+// presented gives the delegation tool its card title: "Task <description>"
+// (with the custom agent's name), not the raw arguments with the whole
+// prompt in them.
+type presented struct{ tool.Tool }
+
+// PresentCall implements [tool.CallPresenter].
+func (p presented) PresentCall(raw json.RawMessage) *tool.View {
+	var a args
+	if json.Unmarshal(raw, &a) != nil {
+		return nil
+	}
+	title := strings.TrimSpace(a.Description)
+	if title == "" {
+		title = strings.TrimSpace(a.Prompt)
+	}
+	if title == "" {
+		return nil
+	}
+	head := "Task"
+	if p.Info().Name == "fork" {
+		head = "Fork"
+	}
+	if a.SubagentType != "" {
+		title += " (" + a.SubagentType + ")"
+	}
+	return &tool.View{Title: head + " " + title, Kind: tool.KindOther}
+}
+
+var _ tool.CallPresenter = presented{}
 
 var claudeNames = map[string]string{"Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit", "Glob": "glob",
 	"Grep": "grep", "LS": "ls", "WebFetch": "web_fetch", "WebSearch": "web_search", "TodoWrite": "todo_write"}

@@ -243,7 +243,7 @@ func liveOutput(c *Card, st Styles) []string {
 	ls, hidden := c.Tail.Lines(n)
 	var out []string
 	if hidden > 0 {
-		out = append(out, st.Dim(fmt.Sprintf("… +%d lines", hidden)))
+		out = append(out, st.Dim(fmt.Sprintf("… +%d %s", hidden, plural(hidden, "line", "lines"))))
 	}
 	for _, l := range ls {
 		out = append(out, strings.ReplaceAll(l, "\t", "    "))
@@ -312,13 +312,29 @@ func cardBody(c *Card, st Styles, full bool) []string {
 	case full:
 		return headLines(text, unlimited, func(s string) string { return s }, st)
 	case c.Kind == tool.KindRead:
-		n := strings.Count(text, "\n") + 1
-		if text == "" {
-			n = 0
-		}
-		return []string{st.Dim(fmt.Sprintf("%d lines", n))}
+		n := readLines(text)
+		return []string{st.Dim(fmt.Sprintf("%d %s", n, plural(n, "line", "lines")))}
 	}
 	return headLines(text, lim(textLines), func(s string) string { return s }, st)
+}
+
+// readLines counts the lines a read result holds: the numbered lines of
+// the read tool's cat -n window when there are any (its path header and
+// footer are not the file's), else every line.
+func readLines(text string) int {
+	if text == "" {
+		return 0
+	}
+	all, numbered := strings.Split(text, "\n"), 0
+	for _, l := range all {
+		if d, _, ok := strings.Cut(strings.TrimLeft(l, " "), "\t"); ok && d != "" && strings.Trim(d, "0123456789") == "" {
+			numbered++
+		}
+	}
+	if numbered > 0 {
+		return numbered
+	}
+	return len(all)
 }
 
 // tailLines keeps the last n lines, noting how many were hidden.
@@ -329,7 +345,7 @@ func tailLines(s string, n int, st Styles) []string {
 	ls := strings.Split(s, "\n")
 	var out []string
 	if len(ls) > n {
-		out = append(out, st.Dim(fmt.Sprintf("… +%d lines %s", len(ls)-n, expandHint)))
+		out = append(out, st.Dim(fmt.Sprintf("… +%d %s %s", len(ls)-n, plural(len(ls)-n, "line", "lines"), expandHint)))
 		ls = ls[len(ls)-n:]
 	}
 	for _, l := range ls {
@@ -347,7 +363,7 @@ func headLines(s string, n int, p func(string) string, st Styles) []string {
 	var out []string
 	for i, l := range ls {
 		if i == n {
-			out = append(out, st.Dim(fmt.Sprintf("… +%d lines %s", len(ls)-n, expandHint)))
+			out = append(out, st.Dim(fmt.Sprintf("… +%d %s %s", len(ls)-n, plural(len(ls)-n, "line", "lines"), expandHint)))
 			break
 		}
 		out = append(out, p(strings.ReplaceAll(l, "\t", "    ")))

@@ -123,7 +123,7 @@ func TestCardErrorAndFallbacks(t *testing.T) {
     here
     and
     more
-    … +1 lines (ctrl-o to expand)`
+    … +1 line (ctrl-o to expand)`
 	if got != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 	}
