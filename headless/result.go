@@ -105,6 +105,22 @@ type turnStats struct {
 	budgetHit  bool
 }
 
+// answer adds a step's answer (an assistant/message event) to the turn's
+// figures and the running costs.
+func (st *turnStats) answer(e session.Event, am session.AssistantMessage, model string, c *costs) {
+	if st.stepStart > 0 {
+		st.apiMS += e.Time - st.stepStart
+	}
+	if am.Usage != nil {
+		st.usage.Add(*am.Usage)
+		c.add(model, *am.Usage)
+	}
+	if t := llm.TextOf(am.Content); t != "" {
+		st.lastText = t
+	}
+	st.lastFinish = finishOf(am.Content)
+}
+
 // costs keeps the process's running totals by model.
 type costs struct {
 	byModel map[string]*ModelUsage

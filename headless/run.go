@@ -474,17 +474,7 @@ func (r *run) event(e session.Event) {
 		}
 		r.mu.Lock()
 		if st := r.stats; st != nil {
-			if st.stepStart > 0 {
-				st.apiMS += e.Time - st.stepStart
-			}
-			if am.Usage != nil {
-				st.usage.Add(*am.Usage)
-				r.costs.add(model, *am.Usage)
-			}
-			if t := llm.TextOf(am.Content); t != "" {
-				st.lastText = t
-			}
-			st.lastFinish = finishOf(am.Content)
+			st.answer(e, am, model, &r.costs)
 		}
 		over := r.o.MaxBudgetUSD > 0 && r.costs.total > r.o.MaxBudgetUSD
 		if over && r.stats != nil {
@@ -558,12 +548,7 @@ func (r *run) event(e session.Event) {
 			model = r.a.Model
 		}
 		if stream && te.Reason.Kind == session.EndError {
-			// Claude Code shows a failed model call as an assistant message
-			// with the error's text, marked with its class.
-			text := "API Error: " + te.Reason.Message
-			_ = r.w.write(assistantLine{Type: "assistant", Error: assistantError(te.Reason.Code), UUID: claudemsg.UUID(r.sid, "error", fmt.Sprint(e.Seq)), SessionID: r.sid,
-				Message: &claudemsg.AssistantMessage{ID: claudemsg.MessageID(r.sid, "error", fmt.Sprint(e.Seq)), Type: "message", Role: "assistant", Model: model,
-					Content: []claudemsg.Block{{Type: "text", Text: text}}}})
+			_ = r.w.write(errorLine(r.sid, model, e.Seq, te.Reason))
 		}
 		if stream {
 			_ = r.w.write(res)
@@ -678,15 +663,22 @@ func (r *run) oneShot(ctx context.Context, start time.Time) (int, error) {
 	if res.ErrorKind == "lease_lost" {
 		runErr = errors.New(errorText(res))
 	}
-	switch r.o.OutputFormat {
+	return finalOutput(r.w, r.o.OutputFormat, res, runErr, func() any { return r.nativeResult(res) })
+}
+
+// finalOutput writes what a one-shot run ends with in its format (the
+// answer, the result object, dsh's own result line; stream-json wrote its
+// result already) and returns the exit code and the stderr line.
+func finalOutput(w *lineWriter, format string, res Result, runErr error, native func() any) (int, error) {
+	switch format {
 	case FormatText:
 		if res.Result != nil && *res.Result != "" && !(res.IsError && res.end == session.EndError) {
-			if err := r.w.raw([]byte(*res.Result)); err != nil {
+			if err := w.raw([]byte(*res.Result)); err != nil {
 				return app.ExitError, fmt.Errorf("writing the answer: %v", err)
 			}
 		}
 		if res.StructuredOutput != nil {
-			_ = r.w.raw(res.StructuredOutput)
+			_ = w.raw(res.StructuredOutput)
 		}
 		if runErr != nil {
 			return res.code, runErr
@@ -695,16 +687,16 @@ func (r *run) oneShot(ctx context.Context, start time.Time) (int, error) {
 			return res.code, errors.New(errorText(res))
 		}
 	case FormatJSON:
-		if err := r.w.write(res); err != nil {
+		if err := w.write(res); err != nil {
 			return app.ExitError, fmt.Errorf("writing the result: %v", err)
 		}
 	case FormatEvents:
-		if err := r.w.write(r.nativeResult(res)); err != nil {
+		if err := w.write(native()); err != nil {
 			return app.ExitError, fmt.Errorf("writing the result: %v", err)
 		}
 	}
-	if r.w.err != nil {
-		return app.ExitError, fmt.Errorf("writing the output: %v", r.w.err)
+	if w.err != nil {
+		return app.ExitError, fmt.Errorf("writing the output: %v", w.err)
 	}
 	return res.code, runErr
 }
@@ -819,11 +811,16 @@ type NativeResult struct {
 }
 
 func (r *run) nativeResult(res Result) NativeResult {
-	n := NativeResult{Type: "result", Subtype: res.Subtype, IsError: res.IsError, SessionID: r.sid, StopReason: res.end,
-		Steps: res.NumTurns, DurationMS: res.DurationMS, CostUSD: res.TotalCostUSD, Model: r.currentModel()}
 	r.mu.Lock()
-	n.Turns = len(r.results)
+	turns := len(r.results)
 	r.mu.Unlock()
+	return nativeOf(res, r.sid, r.currentModel(), turns)
+}
+
+// nativeOf is dsh's own result line for a turn's result.
+func nativeOf(res Result, sid, model string, turns int) NativeResult {
+	n := NativeResult{Type: "result", Subtype: res.Subtype, IsError: res.IsError, SessionID: sid, StopReason: res.end,
+		Turns: turns, Steps: res.NumTurns, DurationMS: res.DurationMS, CostUSD: res.TotalCostUSD, Model: model}
 	if res.Result != nil {
 		n.Result = *res.Result
 	}

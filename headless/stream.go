@@ -71,6 +71,15 @@ func assistantError(code string) string {
 	return "unknown"
 }
 
+// errorLine is how Claude Code shows a failed model call: an assistant
+// message with the error's text, marked with its class.
+func errorLine(sid, model string, seq int64, reason session.EndReason) assistantLine {
+	at := strconv.FormatInt(seq, 10)
+	return assistantLine{Type: "assistant", Error: assistantError(reason.Code), UUID: claudemsg.UUID(sid, "error", at), SessionID: sid,
+		Message: &claudemsg.AssistantMessage{ID: claudemsg.MessageID(sid, "error", at), Type: "message", Role: "assistant", Model: model,
+			Content: []claudemsg.Block{{Type: "text", Text: "API Error: " + reason.Message}}}}
+}
+
 type userLine struct {
 	Type            string                 `json:"type"` // user
 	Message         *claudemsg.UserMessage `json:"message"`
