@@ -29,6 +29,7 @@ import (
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/telemetry"
+	ui "github.com/dshq/dsh/ui/term"
 )
 
 // Version is set at build time with -ldflags "-X github.com/dshq/dsh/cli.Version=…".
@@ -398,16 +399,16 @@ func listForResume(ctx context.Context, stdio IO, f flags) error {
 	if err != nil {
 		return &ExitError{Code: app.ExitError, Err: fmt.Errorf("listing sessions: %s", plainError(err))}
 	}
-	sortInfos(infos)
-	if len(infos) == 0 {
+	rows := ui.SessionRows(infos, false) // subagent children belong to their parent
+	if len(rows) == 0 {
 		return usageErr("--resume needs a session id, and there is no session in %s yet", cwd)
 	}
-	if len(infos) > 10 {
-		infos = infos[:10]
+	if len(rows) > 10 {
+		rows = rows[:10]
 	}
 	w := tabwriter.NewWriter(stdio.Err, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tLAST ACTIVITY\tTURNS\tTITLE")
-	for _, in := range infos {
+	for _, in := range rows {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", in.Header.ID, time.UnixMilli(in.LastActivity).Format("2006-01-02 15:04"), in.Turns, firstLineOf(in.Title))
 	}
 	_ = w.Flush()

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building dsh: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// The terminal tests of package cli (same test binary) run this one
+	// binary instead of building their own.
+	os.Setenv("DSH_TEST_BIN", dshBin)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -21,6 +21,6 @@ var runInteractive = func(ctx context.Context, stdio IO, a *app.App, resume sess
 	defer muteWarnings.Store(false)
 	return term.Run(ctx, term.Options{
 		In: stdio.In, Out: stdio.Out, App: a, Resume: resume, FirstPrompt: first,
-		Home: h, Env: stdio.Env, Version: Version, Cwd: cwd,
+		Home: h, Env: stdio.Env, Version: Version, Cwd: cwd, PickSession: pick,
 	})
 }

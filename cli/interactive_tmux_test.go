@@ -24,8 +24,13 @@ type tmuxTerm struct {
 	name   string
 }
 
+// buildDsh returns the dsh binary to drive: the one TestMain built for
+// this test binary, or (run alone) a fresh build.
 func buildDsh(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("DSH_TEST_BIN"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(t.TempDir(), "dsh")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/dshq/dsh/cmd/dsh").CombinedOutput()
 	if err != nil {

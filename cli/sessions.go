@@ -25,6 +25,7 @@ import (
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/ui/browser"
+	"github.com/dshq/dsh/ui/term"
 )
 
 // openStore opens the session store alone: listing and reading sessions
@@ -110,7 +111,7 @@ func copySessions(ctx context.Context, from, to *store.Coordinator, errw io.Writ
 }
 
 func newSessionsCmd(stdio IO) *cobra.Command {
-	var here bool
+	var here, all bool
 	var asJSON bool
 	var settingsFile string
 	cmd := &cobra.Command{
@@ -133,19 +134,29 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sortInfos(infos)
+			// Subagent children belong to their parent (its SUBAGENTS
+			// count); --all lists them too.
+			rows := term.SessionRows(infos, all)
 			if asJSON {
-				return json.NewEncoder(stdio.Out).Encode(infos)
+				shown := make([]store.Info, len(rows))
+				for i, r := range rows {
+					shown[i] = r.Info
+				}
+				return json.NewEncoder(stdio.Out).Encode(shown)
 			}
-			if len(infos) == 0 {
+			if len(rows) == 0 {
 				fmt.Fprintln(stdio.Out, "no sessions yet")
 				return nil
 			}
 			out := bufio.NewWriterSize(stdio.Out, 64<<10)
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tLAST ACTIVITY\tTURNS\tCWD\tTITLE")
-			for _, in := range infos {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", in.Header.ID, time.UnixMilli(in.LastActivity).Format("2006-01-02 15:04"), in.Turns, in.Header.Cwd, in.Title)
+			fmt.Fprintln(w, "ID\tLAST ACTIVITY\tTURNS\tEVENTS\tSUBAGENTS\tCWD\tTITLE")
+			for _, r := range rows {
+				title := r.Title
+				if r.Header.ParentSession != "" {
+					title = strings.TrimSpace("↳ subagent of " + string(r.Header.ParentSession) + " " + title)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Header.ID, time.UnixMilli(r.LastActivity).Format("2006-01-02 15:04"), r.Turns, r.Events, r.Children, r.Header.Cwd, title)
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -154,6 +165,7 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&here, "here", false, "only sessions of the current directory")
+	cmd.Flags().BoolVar(&all, "all", false, "also list subagent sessions (by default they are counted under their parent)")
 	cmd.PersistentFlags().StringVar(&settingsFile, "settings", "", "an extra settings file (its sessionStore picks the store to read)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	var from, to string
@@ -318,14 +330,6 @@ func reportSalvage(w io.Writer, id session.ID, sv *store.Salvaged) {
 	}
 	if sv.HeaderDamaged {
 		fmt.Fprintf(w, "  (the header was unreadable: the exported one carries only the session id)\n")
-	}
-}
-
-func sortInfos(infos []store.Info) {
-	for i := 1; i < len(infos); i++ {
-		for j := i; j > 0 && infos[j].LastActivity > infos[j-1].LastActivity; j-- {
-			infos[j], infos[j-1] = infos[j-1], infos[j]
-		}
 	}
 }
 

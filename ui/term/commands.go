@@ -17,7 +17,6 @@ import (
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/session"
-	"github.com/dshq/dsh/store"
 )
 
 type command struct {
@@ -231,37 +230,7 @@ func (u *ui) modelCmd(arg string) {
 
 func (u *ui) resumeCmd(arg string) {
 	if arg == "" {
-		infos, err := u.app.Coordinator.List(u.ctx, store.Query{Cwd: u.cwd()})
-		if err != nil {
-			u.tr.Note(u.st.Err("listing sessions: " + sanitize(err.Error())))
-			return
-		}
-		cur := u.cur.Load()
-		infos = slices.DeleteFunc(infos, func(in store.Info) bool { return cur != nil && in.Header.ID == cur.sess.ID() })
-		slices.SortFunc(infos, func(a, b store.Info) int { return int(b.LastActivity - a.LastActivity) })
-		if len(infos) > 10 {
-			infos = infos[:10]
-		}
-		u.resumeList = infos
-		if len(infos) == 0 {
-			u.tr.Note(u.st.Dim("no other sessions in this directory"))
-			return
-		}
-		var b strings.Builder
-		hint := " (resume with /resume <n>)"
-		if u.picking {
-			hint = " (type a number to resume it, or anything else to start a new session)"
-		}
-		b.WriteString(u.st.Bold("Recent sessions here") + u.st.Dim(hint) + "\n")
-		for i, in := range infos {
-			title := firstLine(sanitize(in.Title))
-			if title == "" {
-				title = u.st.Dim("(no prompt)")
-			}
-			fmt.Fprintf(&b, "  %s %s %s  %s\n", u.st.Accent(fmt.Sprintf("%2d.", i+1)),
-				u.st.Dim(ago(time.UnixMilli(in.LastActivity))), u.st.Dim(fmt.Sprintf("%d turns", in.Turns)), title)
-		}
-		u.tr.Note(b.String())
+		u.openPicker(false)
 		return
 	}
 	if u.busy() {
@@ -280,9 +249,10 @@ func (u *ui) resumeCmd(arg string) {
 		"── resumed session "+id+" ──", hooks.EndResume)
 }
 
-// ago formats a past time: "just now", "5m ago", "3h ago", "2006-01-02".
-func ago(t time.Time) string {
-	d := time.Since(t)
+// agoFrom formats a time before now: "just now", "5m ago", "3h ago",
+// "2006-01-02".
+func agoFrom(now, t time.Time) string {
+	d := now.Sub(t)
 	switch {
 	case d < time.Minute:
 		return "just now"

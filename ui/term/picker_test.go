@@ -2,15 +2,19 @@ package term
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
 )
 
 // dsh -r without an id in a terminal opens the picker: the recent sessions
-// of the directory, numbered; typing a number resumes that one (its
-// history comes back), anything else starts a new session as a prompt.
+// of the directory; typing filters them, enter resumes the chosen one (its
+// history comes back), esc leaves the new session for a first prompt.
 func TestResumePickerInTheTerminal(t *testing.T) {
 	h := startUI(t, nil)
 	h.send("hello there\r")
@@ -55,14 +59,19 @@ func TestResumePickerInTheTerminal(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
-		at := waitFor(0, "Recent sessions here", "type a number to resume it", " 1.", "hello there")
-		if _, err := pw.Write([]byte(line + "\r")); err != nil {
+		at := waitFor(0, "Resume a session", "esc starts a new one", "❯ hello there", "1 turn · ")
+		if _, err := pw.Write([]byte(line)); err != nil {
 			t.Fatal(err)
 		}
-		if line == "1" {
+		switch line {
+		case "hel\r":
 			waitFor(at, "── resumed session", "› hello there")
-		} else {
-			waitFor(at, "› "+line)
+		case "zzz":
+			waitFor(at, "filter › zzz", "no session matches (1 in this directory)")
+			_, _ = pw.Write([]byte("\x1b"))
+			waitFor(at, "a new session: type your first message")
+			_, _ = pw.Write([]byte("what now\r"))
+			waitFor(at, "› what now")
 		}
 		_, _ = pw.Write([]byte("/exit\r"))
 		select {
@@ -72,11 +81,42 @@ func TestResumePickerInTheTerminal(t *testing.T) {
 		}
 		return stripANSI(out.String())
 	}
-	if s := pick("1"); !strings.Contains(s, "That was the whole loop") {
+	if s := pick("hel\r"); !strings.Contains(s, "That was the whole loop") {
 		t.Fatalf("the picked session's history is not shown:\n%s", s)
 	}
-	// Anything but a number is an ordinary first prompt of a new session.
-	if s := pick("what now"); strings.Contains(s, "── resumed session") {
+	// A filter nothing matches, then esc: the prompt is the new session's.
+	if s := pick("zzz"); strings.Contains(s, "── resumed session") {
 		t.Fatalf("a prompt resumed a session:\n%s", s)
+	}
+}
+
+// Subagent children are folded into their root session's row (a
+// grandchild too) unless all is asked for; rows are newest first.
+func TestSessionRowsHideChildren(t *testing.T) {
+	info := func(id, parent string, at int64, title string) store.Info {
+		return store.Info{Header: session.Header{ID: session.ID(id), ParentSession: session.ID(parent)},
+			Summary: store.Summary{Title: title, LastActivity: at, Turns: 1, Events: 9}}
+	}
+	infos := []store.Info{
+		info("old", "", 10, "old work"),
+		info("kid", "root", 40, ""),
+		info("grandkid", "kid", 50, ""),
+		info("root", "", 30, "fix the bug"),
+		info("orphan", "gone", 60, ""),
+	}
+	rows := SessionRows(infos, false)
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s:%d", r.Header.ID, r.Children))
+	}
+	if strings.Join(got, " ") != "root:2 old:0" {
+		t.Fatalf("rows: %v", got)
+	}
+	if d := rows[0].Describe(); d != "1 turn · 9 events · 2 subagents" {
+		t.Fatalf("describe: %q", d)
+	}
+	all := SessionRows(infos, true)
+	if len(all) != 5 || all[0].Header.ID != "orphan" || !strings.Contains(all[0].Describe(), "subagent of gone") {
+		t.Fatalf("all: %+v", all)
 	}
 }

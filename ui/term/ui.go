@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -165,10 +164,11 @@ type ui struct {
 	// shells counts the ! commands running; shellN numbers them.
 	shells, shellN int
 
+	// resumeList numbers the sessions the picker last listed (/resume n);
+	// sp is the open session picker.
 	resumeList []store.Info
-	// picking: the session list of dsh -r is shown and a bare number
-	// picks from it (until the first other input).
-	picking   bool
+	sp         *sessionPicker
+
 	lastCtrlC time.Time
 	hint      string
 	hintUntil time.Time
@@ -309,9 +309,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.PickSession {
-		u.picking = true
-		u.resumeCmd("")
-		u.picking = len(u.resumeList) > 0
+		u.openPicker(true)
 	}
 	if strings.TrimSpace(o.FirstPrompt) != "" {
 		u.submit(o.FirstPrompt)
@@ -592,6 +590,10 @@ func (u *ui) keys(ks []Key) {
 			u.rewindKey(k)
 			continue
 		}
+		if u.sp != nil && len(u.approvals) == 0 {
+			u.pickerKey(k)
+			continue
+		}
 		if len(u.approvals) > 0 {
 			if u.answerReady(time.Now()) || k.Kind == KeyEsc || k.Kind == KeyCtrlC {
 				u.approvalKey(k)
@@ -765,13 +767,6 @@ func (u *ui) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Approv
 
 // submit sends a prompt, steers the running turn, or runs a command.
 func (u *ui) submit(text string) {
-	if u.picking {
-		u.picking = false
-		if n, err := strconv.Atoi(strings.TrimSpace(text)); err == nil && n >= 1 && n <= len(u.resumeList) {
-			u.resumeCmd(strconv.Itoa(n))
-			return
-		}
-	}
 	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
 		u.command(strings.TrimSpace(text))
 		return
@@ -1035,6 +1030,9 @@ func (u *ui) liveRows(w int) (rows []string, crow, ccol int) {
 		}
 	} else if u.rw != nil {
 		rows = append(rows, u.rewindRows(w)...)
+		crow = -1
+	} else if u.sp != nil {
+		rows = append(rows, u.pickerRows(w)...)
 		crow = -1
 	} else if u.bypassAsk {
 		for _, l := range wrapLines("Switch to bypassPermissions? Every tool call will run without asking, edits and commands included.", w-4) {

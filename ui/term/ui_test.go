@@ -197,8 +197,8 @@ func TestRunDemoSession(t *testing.T) {
 	h.send("/clear\r")
 	h.wait("── new session")
 	h.send("/resume\r")
-	h.wait("Recent sessions here", "1.", "hello there")
-	h.send("/resume 1\r")
+	h.wait("Resume a session", "❯ hello there", "2 turns")
+	h.send("\r")
 	h.wait("── resumed session", "› hello there", "That was the whole loop")
 	h.send("/exi\t\r") // tab completes the command
 	select {
