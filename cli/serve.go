@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/dshq/dsh/core"
 	sbplugin "github.com/dshq/dsh/sandbox/plugin"
 	"github.com/dshq/dsh/serve"
+	"github.com/dshq/dsh/serve/jobs"
 	"github.com/dshq/dsh/serve/tokens"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store/backends"
@@ -48,6 +50,16 @@ type serveFlags struct {
 	approvalWait   time.Duration
 	approvalPolicy string
 	worker         string
+	runs           runFlags
+}
+
+// runFlags configure the background-run workers (PostgreSQL only).
+type runFlags struct {
+	workers        int
+	workspaceLimit int
+	rescueAfter    time.Duration
+	retryBackoff   time.Duration
+	timeout        time.Duration
 }
 
 func newServeCmd(stdio IO) *cobra.Command {
@@ -89,8 +101,13 @@ run background runs (POST /v1/runs) from one queue.`,
 	fl.DurationVar(&f.approvalWait, "approval-timeout", 10*time.Minute, "how long a permission question waits for an answer")
 	fl.StringVar(&f.approvalPolicy, "approval-timeout-policy", "deny", "what an unanswered question becomes: deny, or cancel (deny and cancel the turn)")
 	fl.StringVar(&f.worker, "worker", "", "this worker's name (default: host-pid)")
+	fl.IntVar(&f.runs.workers, "run-workers", 4, "background runs this worker works at once (PostgreSQL store; 0: none, the API still queues them)")
+	fl.IntVar(&f.runs.workspaceLimit, "run-workspace-limit", 1, "background runs working in one workspace directory at once, across every worker (0: no limit)")
+	fl.DurationVar(&f.runs.rescueAfter, "run-rescue-after", 5*time.Minute, "how long a run may stay running before it is taken back from a worker presumed dead and retried")
+	fl.DurationVar(&f.runs.retryBackoff, "run-retry-backoff", 5*time.Second, "the wait before a failed run's first retry (doubled for each further one)")
+	fl.DurationVar(&f.runs.timeout, "run-timeout", 0, "the longest one attempt of a run may take (0: no limit)")
 	fl.SetNormalizeFunc(claudeNames)
-	cmd.AddCommand(newServeTokenCmd(stdio))
+	cmd.AddCommand(newServeTokenCmd(stdio), newServeJobsCmd(stdio))
 	return cmd
 }
 
@@ -170,7 +187,8 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 	if err != nil {
 		return usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	catalog, closeCatalog, err := openNamedStore(backends.FromSettings(userCfg), backends.Options{Home: h, Getenv: stdio.Env,
+	storeCfg := backends.FromSettings(userCfg)
+	catalog, closeCatalog, err := openNamedStore(storeCfg, backends.Options{Home: h, Getenv: stdio.Env,
 		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) }})
 	if err != nil {
 		return err
@@ -216,7 +234,25 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 			log.Warn(err.Error())
 		}
 	}()
+	var queue *jobs.Queue
+	if storeCfg.Store == backends.Postgres {
+		if queue, err = openQueue(ctx, storeCfg, stdio, worker, f.runs.workers, f.runs, log); err != nil {
+			return err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := queue.Close(cctx); err != nil {
+				log.Warn("serve: stopping the run workers", "err", err)
+			}
+		}()
+	}
+	var runs serve.Runs
+	if queue != nil {
+		runs = queue
+	}
 	srv, err := serve.New(serve.Options{
+		Runs:    runs,
 		Metrics: rt.Metrics(),
 		Roots:   roots, Tokens: tokens.Open(tokens.Path(h)), App: build, Catalog: catalog, Logger: log,
 		Worker: worker, Version: Version, MaxRequestBytes: maxBody, Rate: rate.Limit(f.rate), Burst: f.burst,
@@ -244,6 +280,12 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 		ln = tls.NewListener(ln, hs.TLSConfig)
 		scheme = "https"
 	}
+	if queue != nil {
+		if err := queue.Start(ctx, srv); err != nil {
+			_ = srv.Close(context.Background())
+			return err
+		}
+	}
 	if toks, _ := tokens.Open(tokens.Path(h)).List(); len(toks) == 0 {
 		fmt.Fprintln(stdio.Err, "dsh serve: no token exists yet: make one with dsh serve token create NAME")
 	}
@@ -263,6 +305,14 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 	wg.Wait()
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if queue != nil {
+		// Runs stop first (each given a few seconds, then its turn is
+		// cancelled and the run handed back to the queue), so none is
+		// cut off by its agent being disposed.
+		if err := queue.Close(cctx); err != nil {
+			log.Warn("serve: stopping the run workers", "err", err)
+		}
+	}
 	if cerr := srv.Close(cctx); cerr != nil {
 		log.Warn("serve: closing", "err", cerr)
 	}
@@ -360,4 +410,91 @@ func tokenStore(stdio IO) (*tokens.Store, error) {
 		return nil, usageErr("creating %s: %v", h, err)
 	}
 	return tokens.Open(tokens.Path(h)), nil
+}
+
+// openQueue opens the background-run queue on the PostgreSQL store's
+// database and schema.
+func openQueue(ctx context.Context, cfg backends.Config, stdio IO, worker string, workers int, rf runFlags, log *slog.Logger) (*jobs.Queue, error) {
+	pc, err := cfg.Postgres.Resolve(stdio.Env)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if workers < 0 || rf.workspaceLimit < 0 {
+		return nil, usageErr("--run-workers and --run-workspace-limit must not be negative")
+	}
+	q, err := jobs.Open(ctx, jobs.Options{URL: pc.URL, Schema: pc.Schema, Workers: workers, WorkspaceLimit: rf.workspaceLimit,
+		RescueAfter: rf.rescueAfter, RetryBackoff: rf.retryBackoff, Timeout: rf.timeout, Worker: worker, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("dsh serve: the run queue at %s: %w", backends.Where(cfg, backends.Options{Getenv: stdio.Env}), err)
+	}
+	return q, nil
+}
+
+func newServeJobsCmd(stdio IO) *cobra.Command {
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "list the background runs of the fleet (the queue on the PostgreSQL session store)",
+		Long: `dsh serve jobs lists background runs (POST /v1/runs), newest first, from the
+database every dsh serve worker shares: state, attempts, workspace, session,
+the worker of the latest attempt, and the prompt or the last error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := home(stdio.Env)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			var f configFlags
+			userCfg, _, err := f.configure(h, userHome(stdio.Env), "", f.trustPolicy(IO{Err: stdio.Err, Env: stdio.Env}, h, false))
+			if err != nil {
+				return usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
+			}
+			cfg := backends.FromSettings(userCfg)
+			if cfg.Store != backends.Postgres {
+				return usageErr("background runs need the PostgreSQL session store (\"sessionStore\": \"postgres\" in your user settings); this one is %s", cfg.Store)
+			}
+			q, err := openQueue(cmd.Context(), cfg, stdio, "", 0, runFlags{}, slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = q.Close(context.Background()) }()
+			runs, err := q.List(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(stdio.Out)
+				for _, r := range runs {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			w := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSTATE\tATTEMPT\tWORKSPACE\tSESSION\tWORKER\tCREATED\tPROMPT / ERROR")
+			for _, r := range runs {
+				what := r.Prompt
+				if r.State != "succeeded" && len(r.Errors) > 0 {
+					what = r.Errors[len(r.Errors)-1]
+				}
+				fmt.Fprintf(w, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.State, r.Attempt, r.MaxAttempts, r.Workspace, r.Session,
+					r.Worker, time.UnixMilli(r.CreatedAt).Format(time.RFC3339), oneLine(what, 60))
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many runs to list")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the API's Run) per line")
+	return cmd
+}
+
+// oneLine shortens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -1,12 +1,21 @@
 package serve
 
 import (
+	"cmp"
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/serve/api"
+	"github.com/dshq/dsh/serve/tokens"
+	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/store"
 )
 
 func (s *Server) runs(w http.ResponseWriter) (Runs, bool) {
@@ -18,8 +27,11 @@ func (s *Server) runs(w http.ResponseWriter) (Runs, bool) {
 }
 
 func (s *Server) runFail(w http.ResponseWriter, err error) {
-	if errors.Is(err, ErrRunNotFound) {
+	switch {
+	case errors.Is(err, ErrRunNotFound):
 		err = notFound("%v", err)
+	case errors.Is(err, ErrRunFinished):
+		err = errorf(http.StatusConflict, api.CodeConflict, "%v", err)
 	}
 	s.fail(w, err)
 }
@@ -132,3 +144,165 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	writeJSON(w, http.StatusOK, run)
 }
+
+// RunSpec is one attempt of a background run as a worker executes it
+// (package serve/jobs hands it to [Server.ExecuteRun]).
+type RunSpec struct {
+	Run     int64
+	Attempt int
+	// Session is the run's own session, chosen when the run was queued,
+	// so every attempt, on whichever worker, continues the same log.
+	Session        session.ID
+	Workspace      string // absolute, links resolved when it was queued
+	Prompt         string
+	Model          string
+	PermissionMode string
+}
+
+// ErrRunBusy is returned by [Server.ExecuteRun] when the run's session is
+// held by another writer (a worker still running an earlier attempt, or
+// one that died and whose lease has not yet expired): the attempt did
+// nothing and may be tried again later without counting as a failure.
+var ErrRunBusy = errors.New("serve: the run's session is held by another worker")
+
+// ExecuteRun runs spec's prompt headless in its session, in this server, so
+// its events stream like any session's. It returns the final answer of
+// the turn once it completes.
+//
+// It is idempotent: a session that already holds a completed turn (an
+// earlier attempt finished, but its worker died before the queue heard of
+// it) is not prompted again; its answer is returned. A turn an earlier
+// attempt left open (its worker killed mid-turn) is closed as interrupted
+// when the session is loaded, and the prompt is sent again. The writer
+// lease makes these checks safe: only the worker holding it appends.
+//
+// When ctx ends (the run was cancelled, or the worker stops) the turn is
+// cancelled and ExecuteRun returns once it has ended.
+func (s *Server) ExecuteRun(ctx context.Context, spec RunSpec) (string, error) {
+	e, a, err := s.runAgent(ctx, spec)
+	if err != nil {
+		return "", err
+	}
+	sess := a.Session()
+	if a.Status() != agent.Idle {
+		// A turn of this session is still running here (an earlier
+		// attempt this process was told to abandon): let it end first.
+		if err := a.WhenIdle(ctx); err != nil {
+			return "", err
+		}
+	}
+	if text, ok := completedAnswer(sess, 0); ok {
+		return text, nil
+	}
+	from := int64(sess.Len())
+	if err := a.Send(ctx, []llm.Block{llm.Text(spec.Prompt)}, llm.UserSource); err != nil {
+		return "", fmt.Errorf("serve: run %d: sending the prompt: %w", spec.Run, err)
+	}
+	e.touch()
+	end, err := waitTurnEnd(ctx, sess, from)
+	if err != nil {
+		a.Cancel(fmt.Sprintf("run %d was cancelled or its worker is stopping", spec.Run))
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = a.WhenIdle(wctx)
+		return "", err
+	}
+	e.touch()
+	if end.Reason.Kind != session.EndCompleted {
+		msg := end.Reason.Kind
+		if d := cmp.Or(end.Reason.Message, end.Reason.Reason); d != "" {
+			msg += ": " + d
+		}
+		return "", fmt.Errorf("serve: run %d: the turn ended %s", spec.Run, msg)
+	}
+	text, _ := completedAnswer(sess, from)
+	return text, nil
+}
+
+// runAgent loads the run's session (creating it on the first attempt).
+func (s *Server) runAgent(ctx context.Context, spec RunSpec) (*entry, agent.Agent, error) {
+	var inUse *store.InUseError
+	e, err := s.find(ctx, tokens.Token{}, string(spec.Session))
+	if he := (*httpError)(nil); err != nil && (!errors.As(err, &he) || he.status != http.StatusNotFound) {
+		return nil, nil, fmt.Errorf("serve: run %d: %w", spec.Run, err)
+	}
+	if err == nil {
+		a, err := e.live(ctx)
+		if err != nil {
+			var he *httpError
+			if errors.As(err, &inUse) || (errors.As(err, &he) && he.status == http.StatusConflict) {
+				return nil, nil, fmt.Errorf("%w: %v", ErrRunBusy, err)
+			}
+			return nil, nil, fmt.Errorf("serve: run %d: %w", spec.Run, err)
+		}
+		return e, a, nil
+	}
+	req := api.CreateSession{Workspace: spec.Workspace, Model: spec.Model, PermissionMode: spec.PermissionMode}
+	e, _, err = s.createEntry(ctx, tokens.Token{}, req, &forkSeed{id: spec.Session})
+	if err != nil {
+		if errors.As(err, &inUse) || errors.Is(err, store.ErrExists) {
+			return nil, nil, fmt.Errorf("%w: %v", ErrRunBusy, err)
+		}
+		return nil, nil, fmt.Errorf("serve: run %d: %w", spec.Run, err)
+	}
+	return e, e.agent(), nil
+}
+
+// waitTurnEnd waits for the first turn/end at or after seq from.
+func waitTurnEnd(ctx context.Context, sess *session.Session, from int64) (session.TurnEnd, error) {
+	next := from
+	for {
+		longer := sess.WhenLonger(int(next))
+		var end *session.TurnEnd
+		err := sess.Range(ctx, next, int64(sess.Len()), func(ev session.Event) error {
+			next = ev.Seq + 1
+			if ev.Type == session.TypeTurnEnd && end == nil {
+				te, err := session.Decode[session.TurnEnd](ev)
+				if err != nil {
+					return err
+				}
+				end = &te
+			}
+			return nil
+		})
+		if err != nil {
+			return session.TurnEnd{}, err
+		}
+		if end != nil {
+			return *end, nil
+		}
+		select {
+		case <-ctx.Done():
+			return session.TurnEnd{}, context.Cause(ctx)
+		case <-longer:
+		}
+	}
+}
+
+// completedAnswer is the final assistant text of the first turn completed
+// at or after seq from.
+func completedAnswer(sess *session.Session, from int64) (string, bool) {
+	var last string
+	done := false
+	_ = sess.Range(context.Background(), from, int64(sess.Len()), func(ev session.Event) error {
+		switch ev.Type {
+		case session.TypeTurnStart:
+			last = ""
+		case session.TypeAssistantMessage:
+			if m, err := session.Decode[session.AssistantMessage](ev); err == nil {
+				if t := llm.TextOf(m.Content); t != "" {
+					last = t
+				}
+			}
+		case session.TypeTurnEnd:
+			if te, err := session.Decode[session.TurnEnd](ev); err == nil && te.Reason.Kind == session.EndCompleted {
+				done = true
+				return errStop
+			}
+		}
+		return nil
+	})
+	return last, done
+}
+
+var errStop = errors.New("stop")

@@ -104,6 +104,9 @@ type Runs interface {
 // ErrRunNotFound is returned by [Runs] for an unknown run.
 var ErrRunNotFound = errors.New("serve: no such run")
 
+// ErrRunFinished is returned by [Runs] for cancelling a finished run.
+var ErrRunFinished = errors.New("serve: the run has finished")
+
 // Server is dsh serve's HTTP API.
 type Server struct {
 	o     Options

@@ -670,34 +670,40 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *call) 
 	writeJSON(w, http.StatusCreated, v)
 }
 
-// create starts a session (seeded with a fork's prefix when seed is set).
+// create starts a session (seeded with a fork's prefix, or under a chosen
+// id, when seed says so).
 func (s *Server) create(ctx context.Context, t tokens.Token, req api.CreateSession, fork *forkSeed) (api.Session, error) {
+	_, v, err := s.createEntry(ctx, t, req, fork)
+	return v, err
+}
+
+func (s *Server) createEntry(ctx context.Context, t tokens.Token, req api.CreateSession, fork *forkSeed) (*entry, api.Session, error) {
 	dir, err := s.resolveWorkspace(t, req.Workspace)
 	if err != nil {
-		return api.Session{}, err
+		return nil, api.Session{}, err
 	}
 	if req.PermissionMode != "" {
 		if _, err := permission.ParseMode(req.PermissionMode); err != nil {
-			return api.Session{}, badRequest("permissionMode: %v", err)
+			return nil, api.Session{}, badRequest("permissionMode: %v", err)
 		}
 	}
 	if req.Sandbox != "" {
 		if _, err := sandbox.ParseMode(req.Sandbox); err != nil {
-			return api.Session{}, badRequest("sandbox: %v", err)
+			return nil, api.Session{}, badRequest("sandbox: %v", err)
 		}
 	}
 	if req.Agent != "" && req.AgentDefinition != nil {
-		return api.Session{}, badRequest("give agent (a name) or agentDefinition, not both")
+		return nil, api.Session{}, badRequest("give agent (a name) or agentDefinition, not both")
 	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return api.Session{}, errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "the server is stopping")
+		return nil, api.Session{}, errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "the server is stopping")
 	}
 	ws, err := s.workspace(ctx, dir, req.Sandbox)
 	if err != nil {
-		return api.Session{}, err
+		return nil, api.Session{}, err
 	}
 	m := Meta{Model: req.Model, PermissionMode: req.PermissionMode, Sandbox: req.Sandbox, Agent: req.Agent, Definition: req.AgentDefinition}
 	if req.Agent != "" {
@@ -714,26 +720,27 @@ func (s *Server) create(ctx context.Context, t tokens.Token, req api.CreateSessi
 			}
 		}
 		if !found {
-			return api.Session{}, badRequest("no agent %q in %s (agents: %s)", req.Agent, dir, strings.Join(names, ", "))
+			return nil, api.Session{}, badRequest("no agent %q in %s (agents: %s)", req.Agent, dir, strings.Join(names, ", "))
 		}
 	}
 	e := s.newEntry("", dir, m)
 	opts := e.options(ws)
 	if opts.Model != "" {
 		if _, _, ok := ws.app.Host.LLM.Resolve(opts.Model); !ok {
-			return api.Session{}, badRequest("model %q is not served here (configure a provider or use an alias)", opts.Model)
+			return nil, api.Session{}, badRequest("model %q is not served here (configure a provider or use an alias)", opts.Model)
 		}
 	}
 	co := agent.CreateOptions{AgentID: s.agentID(), Header: session.Header{Cwd: dir}, Options: opts}
 	if fork != nil {
 		co.Header.ParentSession = ""
 		co.Seed = fork.events
+		co.SessionID = fork.id
 	}
 	e.load.Lock()
 	h, err := ws.app.Host.Agents.Create(ctx, co)
 	if err != nil {
 		e.load.Unlock()
-		return api.Session{}, fmt.Errorf("serve: creating a session: %w", err)
+		return nil, api.Session{}, fmt.Errorf("serve: creating a session: %w", err)
 	}
 	e.id = h.Agent.Session().ID()
 	e.metaDirty.Store(true)
@@ -742,10 +749,10 @@ func (s *Server) create(ctx context.Context, t tokens.Token, req api.CreateSessi
 	e.load.Unlock()
 	if req.Prompt != "" {
 		if err := h.Agent.Send(ctx, []llm.Block{llm.Text(req.Prompt)}, llm.UserSource); err != nil {
-			return api.Session{}, fmt.Errorf("serve: sending the first prompt: %w", err)
+			return nil, api.Session{}, fmt.Errorf("serve: sending the first prompt: %w", err)
 		}
 	}
-	return s.view(e, nil), nil
+	return e, s.view(e, nil), nil
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c *call) {
@@ -880,7 +887,12 @@ func (s *Server) setMode(w http.ResponseWriter, r *http.Request, c *call) {
 	})
 }
 
-type forkSeed struct{ events []session.Event }
+// forkSeed is what a session starts from beyond its request: a fork's
+// completed prefix, or the id a background run chose for it.
+type forkSeed struct {
+	events []session.Event
+	id     session.ID
+}
 
 func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()

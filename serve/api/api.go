@@ -316,19 +316,47 @@ type CreateRun struct {
 	MaxAttempts int `json:"maxAttempts,omitempty"`
 }
 
+// Run states.
+const (
+	// RunQueued: waiting for a worker (first attempt, or a retry after a
+	// failed one: Attempt and Errors say which).
+	RunQueued    = "queued"
+	RunRunning   = "running"
+	RunSucceeded = "succeeded"
+	// RunFailed: every attempt failed (Errors has each one's error).
+	RunFailed    = "failed"
+	RunCancelled = "cancelled"
+)
+
 // Run is a background run.
 type Run struct {
-	ID          int64      `json:"id"`
-	State       string     `json:"state"`
-	Workspace   string     `json:"workspace"`
-	Prompt      string     `json:"prompt"`
-	Session     session.ID `json:"session,omitempty"`
-	Attempt     int        `json:"attempt"`
-	MaxAttempts int        `json:"maxAttempts"`
-	Result      string     `json:"result,omitempty"`
-	Errors      []string   `json:"errors,omitempty"`
-	CreatedAt   int64      `json:"createdAt"`
-	FinishedAt  int64      `json:"finishedAt,omitempty"`
+	ID             int64  `json:"id"`
+	State          string `json:"state"`
+	Workspace      string `json:"workspace"`
+	Prompt         string `json:"prompt"`
+	Model          string `json:"model,omitempty"`
+	PermissionMode string `json:"permissionMode,omitempty"`
+	// Session is the run's own session (its id is chosen when it is
+	// queued; it exists once the first attempt starts): stream it like
+	// any session.
+	Session session.ID `json:"session,omitempty"`
+	// Attempt is the attempts started so far (0 while first queued).
+	Attempt     int `json:"attempt"`
+	MaxAttempts int `json:"maxAttempts"`
+	// Worker is the worker of the latest attempt.
+	Worker string `json:"worker,omitempty"`
+	// Result is the final answer of a succeeded run.
+	Result string `json:"result,omitempty"`
+	// Errors are the failed attempts' errors, oldest first.
+	Errors []string `json:"errors,omitempty"`
+	// Callback tells whether a callback URL is set (the URL itself is
+	// not shown: it may carry a secret).
+	Callback bool `json:"callback,omitempty"`
+	// Times in Unix milliseconds.
+	CreatedAt  int64 `json:"createdAt"`
+	StartedAt  int64 `json:"startedAt,omitempty"`
+	RetryAt    int64 `json:"retryAt,omitempty"`
+	FinishedAt int64 `json:"finishedAt,omitempty"`
 }
 
 // RunList is GET /v1/runs.
