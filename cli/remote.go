@@ -13,6 +13,7 @@ import (
 	"github.com/dshq/dsh/serve/client"
 	"github.com/dshq/dsh/serve/remote"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/ui/term"
 )
 
 func init() { extraCommands = append(extraCommands, newRemoteCmd) }
@@ -117,7 +118,7 @@ Questions the agent asks are denied (--approve deny, as dsh -p does), allowed
 	fl.StringVar(&create.PermissionMode, "permission-mode", "", "the new session's permission mode: default, acceptEdits, plan, bypassPermissions")
 	fl.StringVar(&create.Sandbox, "sandbox", "", "the new session's sandbox mode: read-only, workspace-write, danger-full-access")
 	fl.StringVar(&create.Agent, "agent", "", "run the new session as this custom agent of the workspace")
-	cmd.AddCommand(newRemoteSessionsCmd(stdio, &rf))
+	cmd.AddCommand(newRemoteSessionsCmd(stdio, &rf), newRemoteAttachCmd(stdio, &rf))
 	return cmd
 }
 
@@ -140,6 +141,29 @@ func newRemoteSessionsCmd(stdio IO, rf *remoteFlags) *cobra.Command {
 	cmd.Flags().StringVar(&o.Status, "status", "", "only sessions in this state: idle, running, stored")
 	cmd.Flags().IntVar(&o.Limit, "limit", 0, "at most this many")
 	return cmd
+}
+
+func newRemoteAttachCmd(stdio IO, rf *remoteFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "attach ID",
+		Short: "stream a session of the server into the terminal UI: its history, then live text and tool cards; answer its questions, send and steer messages",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := rf.client(stdio)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			s, err := c.Session(ctx, session.ID(args[0]))
+			if err != nil {
+				return remoteErr(ctx, err)
+			}
+			return term.Attach(ctx, term.AttachOptions{
+				In: stdio.In, Out: stdio.Out, Env: stdio.Env, Version: Version,
+				Remote: remote.Session{Client: c, ID: s.ID}, ID: s.ID, Cwd: s.Workspace, Model: s.Model,
+			})
+		},
+	}
 }
 
 // remoteErr is the exit of a request the server refused.
