@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -216,4 +217,134 @@ func TestSessionPickerInTmux(t *testing.T) {
 	tt.text("/exit")
 	tt.keys("Enter")
 	tt.waitFor("DSH-EXITED:0")
+}
+
+// screenANSI is the visible pane with its colours (SGR sequences).
+func (tt *tmuxTerm) screenANSI() string {
+	return tt.tmux("capture-pane", "-p", "-e", "-J", "-S", "-300", "-t", tt.name)
+}
+
+// lineWith is the first line of s holding sub once its colours are
+// stripped ("" when none).
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(sgr.ReplaceAllString(l, ""), sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+var sgr = regexp.MustCompile(`\x1b\[[0-9;:]*m`)
+
+// What people do at the prompt, through the real binary in tmux: an @
+// mention completed with tab and attached (its content reaches the
+// model), a ! command whose output reaches the next request, ctrl-r,
+// a 200-line paste collapsed on screen and sent whole, a highlighted code
+// block, a coloured diff and a right-aligned table in the answer, and the
+// status line's cost from the scripted usage and the settings' prices.
+func TestPromptFeaturesInTmux(t *testing.T) {
+	answer := "Here is the plan.\n\n```go\nfunc main() { return }\n```\n\n```diff\n-old line\n+new line\n```\n\n" +
+		"| name | count |\n|:-----|------:|\n| a | 1 |\n| bbbb | 12345 |\n"
+	f := newTermFixture(t, `[{"id":"m","contextWindow":10000}]`,
+		chatText(answer, 1000, 500),
+		chatText("Noted the shell output.", 10, 1),
+		chatText("Got the paste.", 10, 1),
+	)
+	f.write(t, filepath.Join(f.home, "settings.json"), strings.Replace(readFile(t, filepath.Join(f.home, "settings.json")),
+		`{"providers"`, `{"pricing":{"local/m":{"input":1000,"output":2000}},"providers"`, 1))
+	var src strings.Builder
+	src.WriteString("package main\n")
+	for i := 2; i <= 12; i++ {
+		fmt.Fprintf(&src, "// line %d MARKER-FILE\n", i)
+	}
+	f.write(t, "main.go", src.String())
+	f.write(t, "other.txt", "x\n")
+	tt := f.tmux(t)
+	tt.waitFor("local/m", "›")
+
+	// @ completion and attachment.
+	tt.text("explain @mai")
+	tt.waitFor("› main.go  (tab)")
+	tt.keys("Tab")
+	tt.waitUntil(func(s string) bool { return strings.Contains(lastLines(s, 3), "explain @main.go") }, "the completed mention")
+	tt.keys("Enter")
+	s := tt.waitFor("attached @main.go (12 lines)", "Here is the plan.", "12345")
+	if got := f.model.lastMessages(); !strings.Contains(got, "// line 12 MARKER-FILE") || !strings.Contains(got, "explain @main.go") {
+		t.Fatalf("the mentioned file did not reach the model:\n%s", got)
+	}
+
+	// Rendering: a highlighted code block, a coloured diff, a right-aligned
+	// table column.
+	colored := tt.screenANSI()
+	code := lineWith(colored, "main()")
+	if len(sgr.FindAllString(code, -1)) < 2 {
+		t.Fatalf("the code block is not highlighted: %q", code)
+	}
+	minus, plus := lineWith(colored, "old line"), lineWith(colored, "new line")
+	if sgr.FindString(minus) == "" || sgr.FindString(plus) == "" || sgr.FindString(minus) == sgr.FindString(plus) {
+		t.Fatalf("the diff is not coloured apart: %q %q", minus, plus)
+	}
+	one, five := lineWith(s, "a    │"), lineWith(s, "bbbb │")
+	if i, j := strings.Index(one, "1"), strings.Index(five, "12345"); i < 0 || j < 0 || i != j+4 {
+		t.Fatalf("the count column is not right-aligned:\n%s\n%s", one, five)
+	}
+	// Cost: 1,000 in at $1,000/M and 500 out at $2,000/M is $2.00 (plus the
+	// later turns' cents); the context is 15% of the 10k window.
+	if tail := lastLines(s, 2); !strings.Contains(tail, "$2.0") || !strings.Contains(tail, "context 15%") {
+		t.Fatalf("the status line has no cost or context:\n%s", tail)
+	}
+
+	// ! shell mode: shown, then part of the next request.
+	tt.text("!echo shell-$((40+2))-marker")
+	tt.keys("Enter")
+	tt.waitFor("! echo shell-$((40+2))-marker", "shell-42-marker")
+	tt.text("and now?")
+	tt.keys("Enter")
+	tt.waitFor("Noted the shell output.")
+	if got := f.model.lastMessages(); !strings.Contains(got, "shell-42-marker") || !strings.Contains(got, "and now?") {
+		t.Fatalf("the shell output did not reach the next request:\n%s", got)
+	}
+
+	// ctrl-r finds the earlier prompt.
+	tt.keys("C-r")
+	tt.text("expl")
+	tt.waitUntil(func(s string) bool {
+		return strings.Contains(lastLines(s, 3), "(reverse-i-search)`expl': explain @main.go")
+	}, "the history match")
+	tt.keys("C-g")
+	tt.waitUntil(func(s string) bool { return !strings.Contains(lastLines(s, 3), "reverse-i-search") }, "the search closed")
+
+	// A 200-line paste: one line on screen, all of it in the request.
+	var paste strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&paste, "pasted row %03d\n", i)
+	}
+	f.write(t, "paste.txt", strings.TrimSuffix(paste.String(), "\n"))
+	tt.tmux("load-buffer", "-b", "p", filepath.Join(f.dir, "paste.txt"))
+	tt.tmux("paste-buffer", "-p", "-b", "p", "-t", tt.name)
+	s = tt.waitFor("[Pasted text #1 +200 lines]")
+	if strings.Contains(s, "pasted row 100") {
+		t.Fatalf("the paste is not collapsed:\n%s", s)
+	}
+	tt.keys("Enter")
+	tt.waitFor("Got the paste.")
+	got := f.model.lastMessages()
+	for _, row := range []string{"pasted row 001", "pasted row 100", "pasted row 200"} {
+		if !strings.Contains(got, row) {
+			t.Fatalf("the paste did not reach the model whole (no %q):\n%.2000s", row, got)
+		}
+	}
+	tt.text("/exit")
+	tt.keys("Enter")
+	tt.waitFor("DSH-EXITED:0")
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
