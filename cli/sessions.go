@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -73,10 +74,14 @@ func openNamedStore(cfg backends.Config, o backends.Options) (*store.Coordinator
 }
 
 // copySessions copies every session of from into to, each through the
-// coordinators: loading takes the session's writer lock (a session another
-// process is running is skipped, not copied half-written) and closes a
-// turn a crash left open, as resuming it would; creating refuses an id the
-// destination already has, so copying twice copies nothing new.
+// coordinators: the source is read under its writer lock (a session another
+// process is running is skipped, not copied half-written), a turn a crash
+// left open is closed in the copy as resuming it would, and creating refuses
+// an id the destination already has, so copying twice copies nothing new.
+// Events stream from one store to the other in batches of copyBatch events,
+// so a session of any length copies in bounded memory; one that fits a
+// batch is copied atomically, a longer one that fails halfway is reported
+// with how much of it the destination holds.
 func copySessions(ctx context.Context, from, to *store.Coordinator, errw io.Writer) (copied, present int, failed int) {
 	infos, err := from.List(ctx, store.Query{})
 	if err != nil {
@@ -85,17 +90,44 @@ func copySessions(ctx context.Context, from, to *store.Coordinator, errw io.Writ
 	}
 	for _, in := range infos {
 		id := in.Header.ID
+		created := false
+		var written int64
 		err := func() error {
-			h, events, err := from.Load(ctx, id)
+			var batch []session.Event
+			var size int
+			flush := func() error {
+				if len(batch) == 0 {
+					return nil
+				}
+				if err := to.Append(ctx, id, batch); err != nil {
+					return err
+				}
+				written += int64(len(batch))
+				batch, size = batch[:0], 0
+				return nil
+			}
+			defer func() {
+				if created {
+					to.Release(ctx, id)
+				}
+			}()
+			err := from.Export(ctx, id, func(h session.Header) error {
+				if err := to.Create(ctx, h); err != nil {
+					return err
+				}
+				created = true
+				return nil
+			}, func(e session.Event) error {
+				batch = append(batch, e)
+				if size += len(e.Data); len(batch) >= copyBatch || size >= copyBatchBytes {
+					return flush()
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			defer from.Release(ctx, id)
-			if err := to.Create(ctx, h); err != nil {
-				return err
-			}
-			defer to.Release(ctx, id)
-			return to.Append(ctx, id, events)
+			return flush()
 		}()
 		switch {
 		case err == nil:
@@ -105,10 +137,20 @@ func copySessions(ctx context.Context, from, to *store.Coordinator, errw io.Writ
 		default:
 			failed++
 			fmt.Fprintf(errw, "session %s: %v\n", id, err)
+			if written > 0 {
+				fmt.Fprintf(errw, "session %s: only its first %d events were copied to %s\n", id, written, to.Name())
+			}
 		}
 	}
 	return copied, present, failed
 }
+
+// A copy batch: large enough that a typical session is one durable append,
+// small enough that a million-event one streams.
+const (
+	copyBatch      = 4096
+	copyBatchBytes = 8 << 20
+)
 
 func newSessionsCmd(stdio IO) *cobra.Command {
 	var here, all bool
@@ -238,18 +280,16 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			if asHTML {
 				return writeHTMLTrace(cmd.Context(), stdio, c, id, noToolOutput)
 			}
-			h, events, err := c.Read(cmd.Context(), id)
-			if err != nil {
-				return &ExitError{Code: app.ExitError, Err: fmt.Errorf("reading session %s: %s", id, plainError(err))}
-			}
 			// A transcript is many small writes: one system call each on
 			// an unbuffered stdout.
 			out := bufio.NewWriterSize(stdio.Out, 64<<10)
+			if err := showSession(cmd.Context(), out, c, id, ""); err != nil {
+				out.Flush()
+				return &ExitError{Code: app.ExitError, Err: fmt.Errorf("reading session %s: %s", id, plainError(err))}
+			}
 			bstdio := stdio
 			bstdio.Out = out
-			fmt.Fprintf(out, "session %s  (%s, created %s)\n\n", h.ID, h.Cwd, time.UnixMilli(h.CreatedAt).Format(time.RFC3339))
-			Transcript(out, events[h.SeedLength:])
-			if err := showChildren(cmd.Context(), bstdio, c, h.ID, 1); err != nil {
+			if err := showChildren(cmd.Context(), bstdio, c, id, 1); err != nil {
 				out.Flush()
 				return err
 			}
@@ -283,35 +323,40 @@ damaged ranges on stderr.`,
 			if err != nil {
 				return err
 			}
-			var h session.Header
-			var events []session.Event
+			w := bufio.NewWriterSize(stdio.Out, 64<<10)
+			enc := json.NewEncoder(w)
+			head := func(h session.Header) error {
+				return enc.Encode(struct {
+					Type string `json:"type"`
+					session.Header
+				}{"session", h})
+			}
 			if salvage {
 				sv, err := c.Salvage(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
-				h, events = sv.Header, sv.Events
 				defer reportSalvage(stdio.Err, id, sv)
-			} else if h, events, err = c.Read(cmd.Context(), id); err != nil {
-				if errors.Is(err, store.ErrCorrupt) {
-					return fmt.Errorf("%w\n`dsh sessions export --salvage %s` writes every event that can still be read", err, id)
-				}
-				return err
-			}
-			w := bufio.NewWriterSize(stdio.Out, 64<<10)
-			enc := json.NewEncoder(w)
-			if err := enc.Encode(struct {
-				Type string `json:"type"`
-				session.Header
-			}{"session", h}); err != nil {
-				return err
-			}
-			for _, e := range events {
-				if err := enc.Encode(e); err != nil {
+				if err := head(sv.Header); err != nil {
 					return err
 				}
+				for _, e := range sv.Events {
+					if err := enc.Encode(e); err != nil {
+						return err
+					}
+				}
+				return w.Flush()
 			}
-			return w.Flush()
+			// The log streams from the store: a million-event session
+			// exports in the memory of one buffer.
+			err = c.Scan(cmd.Context(), id, head, func(e session.Event) error { return enc.Encode(e) })
+			if ferr := w.Flush(); err == nil {
+				err = ferr
+			}
+			if errors.Is(err, store.ErrCorrupt) {
+				return fmt.Errorf("%w\n`dsh sessions export --salvage %s` writes every event that can still be read", err, id)
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&salvage, "salvage", false, "write every readable event of a damaged log and report the damaged ranges on stderr")
@@ -334,9 +379,16 @@ func reportSalvage(w io.Writer, id session.ID, sv *store.Salvaged) {
 }
 
 // Transcript renders events for people.
-func Transcript(w interface{ Write([]byte) (int, error) }, events []session.Event) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+func Transcript(w io.Writer, events []session.Event) {
 	for _, e := range events {
+		transcriptEvent(w, e)
+	}
+}
+
+// transcriptEvent renders one event for people (most render as nothing).
+func transcriptEvent(w io.Writer, e session.Event) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	{
 		switch e.Type {
 		case session.TypeUserMessage:
 			m, _ := session.Decode[session.Prompt](e)
@@ -399,6 +451,62 @@ func clip(s string, n int) string {
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
 
+// showSession streams the transcript of id to w, every line prefixed with
+// pad: the header line, then the events after the seed (a fork's inherited
+// prefix, which the parent's transcript already shows).
+func showSession(ctx context.Context, w io.Writer, c *store.Coordinator, id session.ID, pad string) error {
+	out := w
+	if pad != "" {
+		out = &padWriter{w: w, pad: pad, bol: true}
+	}
+	var seed int64
+	return c.Scan(ctx, id, func(h session.Header) error {
+		seed = int64(h.SeedLength)
+		if pad != "" {
+			fmt.Fprintf(out, "── subagent session %s ──\n", h.ID)
+			return nil
+		}
+		fmt.Fprintf(out, "session %s  (%s, created %s)\n\n", h.ID, h.Cwd, time.UnixMilli(h.CreatedAt).Format(time.RFC3339))
+		return nil
+	}, func(e session.Event) error {
+		if e.Seq >= seed {
+			transcriptEvent(out, e)
+		}
+		return nil
+	})
+}
+
+// padWriter prefixes every line written through it with pad, leaving
+// empty lines empty.
+type padWriter struct {
+	w   io.Writer
+	pad string
+	bol bool // at the beginning of a line
+}
+
+func (p *padWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		line, rest, nl := bytes.Cut(b, []byte{'\n'})
+		if p.bol && len(line) > 0 {
+			if _, err := io.WriteString(p.w, p.pad); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := p.w.Write(line); err != nil {
+			return 0, err
+		}
+		if nl {
+			if _, err := p.w.Write([]byte{'\n'}); err != nil {
+				return 0, err
+			}
+		}
+		p.bol = nl
+		b = rest
+	}
+	return n, nil
+}
+
 // showChildren prints the transcripts of sessions whose lineage names id
 // (subagents), indented by depth.
 func showChildren(ctx context.Context, stdio IO, c *store.Coordinator, id session.ID, depth int) error {
@@ -410,19 +518,11 @@ func showChildren(ctx context.Context, stdio IO, c *store.Coordinator, id sessio
 		if in.Header.ParentSession != id {
 			continue
 		}
-		h, events, err := c.Read(ctx, in.Header.ID)
-		if err != nil {
+		if err := showSession(ctx, stdio.Out, c, in.Header.ID, strings.Repeat("    ", depth)); err != nil {
 			return err
 		}
-		var b strings.Builder
-		Transcript(&b, events[min(h.SeedLength, len(events)):])
-		pad := strings.Repeat("    ", depth)
-		fmt.Fprintf(stdio.Out, "%s── subagent session %s ──\n", pad, h.ID)
-		for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
-			fmt.Fprintf(stdio.Out, "%s%s\n", pad, line)
-		}
 		fmt.Fprintln(stdio.Out)
-		if err := showChildren(ctx, stdio, c, h.ID, depth+1); err != nil {
+		if err := showChildren(ctx, stdio, c, in.Header.ID, depth+1); err != nil {
 			return err
 		}
 	}

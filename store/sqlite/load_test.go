@@ -269,3 +269,44 @@ func TestCancelledAppendIsAllOrNothing(t *testing.T) {
 	}
 	t.Logf("%d of 300 appends were cut by their context", failed)
 }
+
+// A long range read (a scan, read without the memory map) and the short
+// read-backs around it return the same events as a whole load, through
+// the same pooled readers.
+func TestReadRangeScanAndReadBack(t *testing.T) {
+	old := scanRows
+	scanRows = 50
+	t.Cleanup(func() { scanRows = old })
+	dir := t.TempDir()
+	var evs []session.Event
+	for turn := 1; len(evs) < 300; turn++ {
+		evs = append(evs, storetest.Build(int64(len(evs)), storetest.OneTurn(turn, fmt.Sprintf("prompt %d", turn)))...)
+	}
+	seedLog(t, dir, "scan", evs)
+	b, err := Open(dbPath(dir), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	read := func(from, to int64) []session.Event {
+		t.Helper()
+		var got []session.Event
+		if err := b.ReadRange(ctx, "scan", from, to, func(e session.Event) error {
+			got = append(got, e)
+			return nil
+		}); err != nil {
+			t.Fatalf("ReadRange(%d, %d): %v", from, to, err)
+		}
+		return got
+	}
+	n := int64(len(evs))
+	for range 3 {
+		if diff := cmp.Diff(evs, read(0, n), cmpopts.IgnoreUnexported(session.Event{})); diff != "" {
+			t.Fatalf("scan: %s", diff)
+		}
+		if diff := cmp.Diff(evs[10:20], read(10, 20), cmpopts.IgnoreUnexported(session.Event{})); diff != "" {
+			t.Fatalf("read-back: %s", diff)
+		}
+	}
+}

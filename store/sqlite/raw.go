@@ -38,6 +38,9 @@ const rangeQuery = "SELECT seq, event FROM events WHERE session_id = ?1 AND seq 
 // uintptr-to-pointer conversion states that intent to vet.
 func cptr(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
 
+// mmapPragma maps up to 1 GiB of the database for a reader.
+const mmapPragma = "PRAGMA mmap_size = 1073741824"
+
 func openRawReader(path string) (_ *rawReader, err error) {
 	tls := libc.NewTLS()
 	r := &rawReader{tls: tls}
@@ -63,7 +66,7 @@ func openRawReader(path string) (_ *rawReader, err error) {
 	// Memory-mapped reads: a long load touches every page of the session
 	// once, and mapping them saves a pread(2) and a copy per page (about a
 	// tenth of the load). The map covers the file, not this bound.
-	if err := r.exec("PRAGMA mmap_size = 1073741824"); err != nil {
+	if err := r.exec(mmapPragma); err != nil {
 		return nil, err
 	}
 	q, err := libc.CString(rangeQuery)

@@ -69,6 +69,9 @@ var contractCases = []contractCase{
 	{"AdoptionRetriedAfterTransientFailure", adoptionRetried},
 	// Bounded memory: flushed payloads are released and read back.
 	{"FlushReleasesAndReadsBack", flushReleasesAndReadsBack},
+	// Streaming reads: viewers, exporters and copies never load a log whole.
+	{"ScanStreamsWhatReadReturns", scanStreams},
+	{"ExportClosesOpenTurnWithoutRepairing", exportClosesOpenTurn},
 }
 
 // read reads id through a brand-new backend instance without locking.
@@ -934,4 +937,111 @@ func adoptionRetried(e *env) {
 	e.flush(st, s)
 	_, evs := e.read("transient")
 	sameEvents(e.t, evs, s.Events())
+}
+
+// scan collects what Coordinator.Scan streams, checking the header comes
+// first.
+func scan(e *env, c *store.Coordinator, id session.ID) (session.Header, []session.Event, error) {
+	var h session.Header
+	var got []session.Event
+	headed := false
+	err := c.Scan(e.ctx, id, func(hh session.Header) error {
+		h, headed = hh, true
+		return nil
+	}, func(ev session.Event) error {
+		if !headed {
+			e.t.Fatal("an event before the header")
+		}
+		got = append(got, ev)
+		return nil
+	})
+	return h, got, err
+}
+
+func scanStreams(e *env) {
+	h := header("scan", "/w")
+	e.stored(h, append(Build(0, OneTurn(1, "one")), Build(6, []Op{TurnStart(2), StepStart(2, 1)})...))
+	if e.f.Tear != nil {
+		e.f.Tear(e.t, e.dir, "scan")
+	}
+	_, want := e.read("scan")
+	a := e.attach(nil)
+	// A scan never loads the log whole: with the whole-log read failing it
+	// still streams every stored event (a torn tail left out, an open turn
+	// left open, as Read).
+	a.fb.FailNext("LoadStored", errors.New("LoadStored must not be called (injected)"))
+	gh, got, err := scan(e, a.c, "scan")
+	e.must(err)
+	if gh.ID != "scan" || gh.Cwd != "/w" || gh.CreatedAt != h.CreatedAt {
+		e.t.Fatalf("header %+v", gh)
+	}
+	sameEvents(e.t, got, want)
+	checkSeqs(e.t, got, 8)
+	// fn's error stops the scan and is returned.
+	stop := errors.New("stop here")
+	n := 0
+	err = a.c.Scan(e.ctx, "scan", nil, func(session.Event) error {
+		if n++; n == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 3 {
+		e.t.Fatalf("after %d events: %v", n, err)
+	}
+	_, _, err = scan(e, a.c, "nope")
+	wantErr(e.t, err, store.ErrNotFound, "")
+	if e.f.Corrupt != nil {
+		e.stored(header("scanbad", "/w"), append(Build(0, OneTurn(1, "one")), Build(6, OneTurn(2, "two"))...))
+		e.f.Corrupt(e.t, e.dir, "scanbad")
+		_, _, err := scan(e, a.c, "scanbad")
+		wantErr(e.t, err, store.ErrCorrupt, "")
+	}
+}
+
+func exportClosesOpenTurn(e *env) {
+	h := header("exp", "/w")
+	open := append(Build(0, OneTurn(1, "one")), Build(6, []Op{TurnStart(2), StepStart(2, 1), Assistant(2, 1, "x", "call-x")})...)
+	e.stored(h, open)
+	// Another instance holding the session: export refuses rather than
+	// read a log being written.
+	holder := e.attach(nil)
+	_, _, err := holder.c.Load(e.ctx, "exp")
+	e.must(err)
+	a := e.attach(nil)
+	err = a.c.Export(e.ctx, "exp", nil, func(session.Event) error { return nil })
+	wantErr(e.t, err, store.ErrInUse, "")
+	e.must(holder.c.Release(e.ctx, "exp"))
+	holder.close(e.t)
+	// The holder's Load repaired the log; store an open one again.
+	e.stored(header("exp2", "/w"), open)
+	var got []session.Event
+	var gh session.Header
+	e.must(a.c.Export(e.ctx, "exp2", func(hh session.Header) error {
+		gh = hh
+		return nil
+	}, func(ev session.Event) error {
+		got = append(got, ev)
+		return nil
+	}))
+	if gh.ID != "exp2" {
+		e.t.Fatalf("header %+v", gh)
+	}
+	// What Export streams is what resuming sees: the stored events and
+	// the closers Load would store.
+	_, want := e.reload("exp2")
+	sameEvents(e.t, got, want)
+	if tail := types(got[len(got)-3:]); !slices.Equal(tail, []string{"tool/result", "step/end", "turn/end"}) {
+		e.t.Fatalf("tail %v", tail)
+	}
+	// Export itself stored nothing: a fresh store (reload repaired the
+	// log, so use a third copy) still ends open.
+	e.stored(header("exp3", "/w"), open)
+	e.must(a.c.Export(e.ctx, "exp3", nil, func(session.Event) error { return nil }))
+	_, after := e.read("exp3")
+	checkSeqs(e.t, after, len(open))
+	// The lock is dropped after the export: another instance may resume.
+	b := e.attach(nil)
+	_, _, err = b.c.Load(e.ctx, "exp3")
+	e.must(err)
 }
