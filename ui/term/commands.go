@@ -175,6 +175,7 @@ func (u *ui) help() {
 		{"↑ ↓", "history (saved in $DSH_HOME/history)"},
 		{"ctrl-r", "search the history (again: older; esc: back)"},
 		{"!command", "run a shell command; its output becomes context"},
+		{"ctrl-o", "transcript view: the whole session, tool output and diffs in full (tab picks a card, enter expands it, / searches)"},
 		{"ctrl-z", "suspend (fg resumes)"},
 		{"ctrl-a/e, ctrl-k/u/w, ctrl-y", "start/end of line, cut to end/start/word, paste the cut"},
 		{"tab", "complete a command"},

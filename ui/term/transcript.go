@@ -38,6 +38,10 @@ type Transcript struct {
 
 	out   strings.Builder
 	wrote bool
+	// keep records what is committed as entries (the transcript view's
+	// copy; the live one only writes rows).
+	keep bool
+	kept []viewEntry
 
 	// The streaming step. split finds the complete Markdown blocks of
 	// text; the first shown bytes of it are committed already (and the
@@ -132,7 +136,11 @@ func (t *Transcript) block(s string) {
 	}
 	// Rows wider than the terminal are wrapped here, keeping their
 	// indentation, rather than by the terminal at column 0.
-	t.out.WriteString(strings.Join(wrapLines(s, t.width()), "\n"))
+	rows := strings.Join(wrapLines(s, t.width()), "\n")
+	if t.keep {
+		t.kept = append(t.kept, viewEntry{text: rows})
+	}
+	t.out.WriteString(rows)
 	t.out.WriteByte('\n')
 	t.wrote = true
 }
@@ -388,7 +396,11 @@ func (t *Transcript) message(m session.AssistantMessage, streamed streamedPart) 
 		}
 	}
 	if m.Interrupted {
-		t.out.WriteString(t.st.Dim("  (interrupted: the model sees what it had written so far)") + "\n")
+		line := t.st.Dim("  (interrupted: the model sees what it had written so far)")
+		t.out.WriteString(line + "\n")
+		if t.keep {
+			t.kept = append(t.kept, viewEntry{text: line})
+		}
 	}
 }
 
@@ -473,7 +485,19 @@ func (t *Transcript) result(r session.ToolResult, at int64) {
 	if c.Name == todo.Name && !c.IsError {
 		return // the todo/write checklist already showed it
 	}
+	t.cardBlock(c, at)
+}
+
+// cardBlock commits a finished card (the view keeps the card itself, to
+// expand it).
+func (t *Transcript) cardBlock(c *Card, at int64) {
+	keep := t.keep
+	t.keep = false
 	t.block(strings.Join(RenderCard(c, t.width(), at, "●", t.st), "\n"))
+	t.keep = keep
+	if keep {
+		t.kept = append(t.kept, viewEntry{card: c})
+	}
 }
 
 // Output adds output a running call produced (see tool.Progress) to its
@@ -550,7 +574,7 @@ func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
 		if c.Note == "" {
 			c.Note = "no result (" + sanitize(te.Reason.Kind) + ")"
 		}
-		t.block(strings.Join(RenderCard(c, t.width(), at, "●", t.st), "\n"))
+		t.cardBlock(c, at)
 	}
 	t.cards = nil
 	t.turnOpen = false

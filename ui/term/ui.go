@@ -130,6 +130,7 @@ type ui struct {
 	ed   *Editor
 	hist *History
 	tr   *Transcript
+	view *transcriptView // the transcript view, while open (ctrl-o)
 	dec  Decoder
 	feed outputFeed
 
@@ -440,6 +441,7 @@ func (u *ui) handle(m any) {
 			return // a session we left, or an event already replayed
 		}
 		u.tr.Apply(m.ev)
+		u.viewEvent(m.ev)
 		switch m.ev.Type {
 		case session.TypeUserMessage, session.TypeSteeringMessage:
 			if p, err := session.Decode[session.Prompt](m.ev); err == nil {
@@ -476,6 +478,9 @@ func (u *ui) handle(m any) {
 		u.keys(u.dec.Flush())
 		u.quit = true
 	case approvalMsg:
+		if u.view != nil {
+			u.closeView() // a question is never hidden behind the view
+		}
 		u.approvals = append(u.approvals, m.a)
 		if len(u.approvals) == 1 {
 			u.holdAnswers()
@@ -495,6 +500,11 @@ func (u *ui) handle(m any) {
 		}
 		for _, id := range ids {
 			u.tr.Output(id, out[id])
+			if u.view != nil {
+				if vc, lc := u.view.tr.card(id), u.tr.card(id); vc != nil && lc != nil {
+					vc.Tail = lc.Tail // the view shows the live tail
+				}
+			}
 		}
 	case compactDone:
 		u.compacted(m)
@@ -592,6 +602,14 @@ func (u *ui) keys(ks []Key) {
 		}
 		if u.sp != nil && len(u.approvals) == 0 {
 			u.pickerKey(k)
+			continue
+		}
+		if u.view != nil {
+			u.viewKey(k)
+			continue
+		}
+		if k.Kind == KeyCtrlO && len(u.approvals) == 0 {
+			u.openView()
 			continue
 		}
 		if len(u.approvals) > 0 {
@@ -984,6 +1002,11 @@ func shortPath(p string, env func(string) string) string {
 // draw prints committed output and redraws the live region.
 func (u *ui) draw() {
 	u.lastDraw = time.Now()
+	if u.view != nil {
+		// Committed output waits in the transcript until the view closes.
+		_, _ = io.WriteString(u.out, u.viewFrame())
+		return
+	}
 	w := u.width()
 	live, crow, ccol := u.liveRows(w)
 	frame := u.scr.Frame(u.tr.Take(), live, crow, ccol, u.height())
@@ -1175,6 +1198,9 @@ func (u *ui) commandRows(cmd string, w, limit int) []string {
 // agent and prints how to resume.
 func (u *ui) shutdown() {
 	close(u.done)
+	if u.view != nil {
+		u.closeView()
+	}
 	for _, a := range u.approvals {
 		select {
 		case a.reply <- tool.Approval{Allow: false, Reason: "the user left", By: "user"}:
