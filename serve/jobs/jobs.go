@@ -199,13 +199,13 @@ func Open(ctx context.Context, o Options) (*Queue, error) {
 		Workers:              workers,
 		ID:                   clientID(o.Worker),
 		RescueStuckJobsAfter: o.RescueAfter,
-		JobTimeout:           -1,
-		RetryPolicy:          &backoff{base: o.RetryBackoff},
-		MaxAttempts:          DefaultMaxAttempts,
-	}
-	if o.Timeout > 0 {
-		rc.JobTimeout = o.Timeout
-		rc.RescueStuckJobsAfter = max(rc.RescueStuckJobsAfter, o.Timeout)
+		// River's rescuer takes a running job back only once its timeout
+		// has passed (never, without one), so River's timeout is the
+		// rescue time; a run's own limit (Options.Timeout) is applied by
+		// the worker, which keeps working past River's deadline.
+		JobTimeout:  o.RescueAfter,
+		RetryPolicy: &backoff{base: o.RetryBackoff},
+		MaxAttempts: DefaultMaxAttempts,
 	}
 	if o.Workers > 0 {
 		rc.Queues = map[string]river.QueueConfig{queueName: {MaxWorkers: o.Workers}}

@@ -39,7 +39,18 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	defer slot.release()
 	spec := serve.RunSpec{Run: job.ID, Attempt: job.Attempt, Session: job.Args.Session, Workspace: job.Args.Workspace,
 		Prompt: job.Args.Prompt, Model: job.Args.Model, PermissionMode: job.Args.PermissionMode}
-	text, err := q.exec.ExecuteRun(ctx, spec)
+	wctx, cancel := pastDeadline(ctx)
+	defer cancel()
+	if q.o.Timeout > 0 {
+		var stop context.CancelFunc
+		wctx, stop = context.WithTimeout(wctx, q.o.Timeout)
+		defer stop()
+	}
+	text, err := q.exec.ExecuteRun(wctx, spec)
+	if err != nil && q.o.Timeout > 0 && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		// The run's own time limit: a failed attempt like any other.
+		err = fmt.Errorf("jobs: run %d: attempt %d took longer than %s: %w", job.ID, job.Attempt, q.o.Timeout, err)
+	}
 	switch {
 	case errors.Is(err, serve.ErrRunBusy):
 		// Another writer holds the session (an earlier attempt still
@@ -50,17 +61,19 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	case err != nil && errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely):
 		q.callback(context.WithoutCancel(ctx), nil, job.JobRow, rivertype.JobStateCancelled)
 		return river.JobCancel(err)
-	case err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
 		// This worker is stopping: its turn was cancelled; the run goes
 		// back to the queue at once without spending the attempt.
 		return river.JobSnooze(0)
 	case err != nil:
-		if job.Attempt >= job.MaxAttempts && ctx.Err() == nil {
+		if job.Attempt >= job.MaxAttempts {
 			// The last attempt: River discards the run as it returns.
 			q.callback(context.WithoutCancel(ctx), nil, job.JobRow, rivertype.JobStateDiscarded)
 		}
 		return err
 	}
+	// Past River's deadline (the rescue time) ctx is done: finish on wctx.
+	ctx = wctx
 	if err := river.RecordOutput(ctx, runOutput{Result: text}); err != nil {
 		return fmt.Errorf("jobs: recording run %d's result: %w", job.ID, err)
 	}
@@ -82,6 +95,25 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return fmt.Errorf("jobs: completing run %d: %w", job.ID, err)
 	}
 	return nil
+}
+
+// Timeout is River's deadline for an attempt, which is also when its
+// rescuer may take the run back from a worker presumed dead: the rescue
+// time. The attempt itself ignores it (see pastDeadline).
+func (w *runWorker) Timeout(*river.Job[RunArgs]) time.Duration { return w.q.o.RescueAfter }
+
+// pastDeadline is ctx without its deadline: cancelled (with ctx's cause)
+// when ctx is cancelled for any other reason, a remote cancellation or
+// the worker stopping. A run working past the rescue time goes on; the
+// writer lease keeps the rescued retry from running it a second time.
+func pastDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
+		}
+	})
+	return out, func() { stop(); cancel(context.Canceled) }
 }
 
 // callback queues the POST of a run's callback, in tx when given. The
