@@ -1,8 +1,10 @@
 package telemetry_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +14,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -22,6 +26,9 @@ import (
 
 	"github.com/dshq/dsh/internal/dshtest"
 	"github.com/dshq/dsh/internal/fakeanthropic"
+	"github.com/dshq/dsh/serve/api"
+	"github.com/dshq/dsh/serve/client"
+	"github.com/dshq/dsh/session"
 )
 
 func TestMain(m *testing.M) { dshtest.Main(m, "..", raceBuild) }
@@ -111,14 +118,7 @@ func num(s *tracepb.Span, key string) int64  { return attr(s, key).GetIntValue()
 // tree the collector receives: the turn, its two steps, a model call in
 // each and the tool call in the first, with their GenAI attributes.
 func TestOTLPSpanTreeOfTwoStepTurn(t *testing.T) {
-	e := dshtest.New(t, "..", func(req fakeanthropic.Request) fakeanthropic.Reply {
-		last := req.Messages[len(req.Messages)-1]
-		if slices.ContainsFunc(last.Content, func(b fakeanthropic.Block) bool { return b.Type == "tool_result" }) {
-			return fakeanthropic.Reply{Text: "the notes say hello", InputTokens: 300, OutputTokens: 7}
-		}
-		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_read1", Name: "read",
-			Input: map[string]string{"file_path": "notes.txt"}}}, InputTokens: 200, OutputTokens: 20}
-	})
+	e := dshtest.New(t, "..", twoStepModel)
 	if err := os.WriteFile(filepath.Join(e.Dir, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +138,25 @@ func TestOTLPSpanTreeOfTwoStepTurn(t *testing.T) {
 		t.Fatalf("answer %q", out.String())
 	}
 
+	checkTwoStepTurn(t, col, "")
+}
+
+// twoStepModel answers a read of notes.txt, then what the notes say.
+func twoStepModel(req fakeanthropic.Request) fakeanthropic.Reply {
+	last := req.Messages[len(req.Messages)-1]
+	if slices.ContainsFunc(last.Content, func(b fakeanthropic.Block) bool { return b.Type == "tool_result" }) {
+		return fakeanthropic.Reply{Text: "the notes say hello", InputTokens: 300, OutputTokens: 7}
+	}
+	return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_read1", Name: "read",
+		Input: map[string]string{"file_path": "notes.txt"}}}, InputTokens: 200, OutputTokens: 20}
+}
+
+// checkTwoStepTurn checks the spans and metrics of twoStepModel's turn:
+// the turn, its two steps, a model call in each and the tool call in the
+// first, with their GenAI attributes; conversation, when set, is the
+// session id the turn must name.
+func checkTwoStepTurn(t *testing.T, col *collector, conversation string) {
+	t.Helper()
 	col.mu.Lock()
 	defer col.mu.Unlock()
 	if len(col.service) == 0 || col.service[0] != "dsh" {
@@ -163,6 +182,9 @@ func TestOTLPSpanTreeOfTwoStepTurn(t *testing.T) {
 	if str(turn, "gen_ai.operation.name") != "invoke_agent" || str(turn, "gen_ai.conversation.id") == "" ||
 		str(turn, "dsh.turn.end_reason") != "completed" || num(turn, "gen_ai.usage.input_tokens") != 500 || num(turn, "gen_ai.usage.output_tokens") != 27 {
 		t.Errorf("turn attributes %v", turn.Attributes)
+	}
+	if conversation != "" && str(turn, "gen_ai.conversation.id") != conversation {
+		t.Errorf("the turn's conversation is %q, want the session %s", str(turn, "gen_ai.conversation.id"), conversation)
 	}
 	parent := func(s *tracepb.Span) *tracepb.Span { return byID[string(s.ParentSpanId)] }
 	steps := byName["step"]
@@ -211,4 +233,74 @@ func TestOTLPSpanTreeOfTwoStepTurn(t *testing.T) {
 			t.Errorf("metric %s was not exported (got %v)", m, col.metrics)
 		}
 	}
+}
+
+// TestOTLPFromServe: the same turn run by dsh serve, sent over the API,
+// exports the same span tree, named by the session.
+func TestOTLPFromServe(t *testing.T) {
+	e := dshtest.New(t, "..", twoStepModel)
+	if err := os.WriteFile(filepath.Join(e.Dir, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	col := &collector{metrics: map[string]bool{}}
+	srv := httptest.NewServer(col)
+	defer srv.Close()
+	tok := e.Run("", "serve", "token", "create", "otlp")
+	if tok.Code != 0 {
+		t.Fatal(tok.Stderr)
+	}
+	cmd := exec.Command(dshtest.Bin, "serve", "--listen", "127.0.0.1:0", "--root", e.Dir)
+	cmd.Dir = e.Dir
+	cmd.Env = e.Environ("OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL, "OTEL_SERVICE_NAME=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, url, ok := strings.Cut(sc.Text(), "listening on "); ok {
+				select {
+				case addr <- strings.Fields(url)[0]:
+				default:
+				}
+			}
+		}
+	}()
+	var base string
+	select {
+	case base = <-addr:
+	case <-time.After(60 * time.Second):
+		t.Fatal("dsh serve did not listen")
+	}
+	c := client.New(base, strings.TrimSpace(tok.Stdout))
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, api.CreateSession{Workspace: e.Dir, Prompt: "what do the notes say?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for ev, err := range c.Stream(sctx, s.ID, 0, client.StreamOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == session.TypeTurnEnd {
+			break
+		}
+	}
+	// A stopping server flushes what it has not exported yet.
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		// 3: stopped by a signal, as every dsh front door reports it.
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+			t.Fatalf("dsh serve: %v", err)
+		}
+	}
+	checkTwoStepTurn(t, col, string(s.ID))
 }
