@@ -260,7 +260,8 @@ func TestPromptFeaturesInTmux(t *testing.T) {
 	}
 	f.write(t, "main.go", src.String())
 	f.write(t, "other.txt", "x\n")
-	tt := f.tmux(t)
+	f.write(t, "AGENTS.md", "Always answer in haiku.\n")
+	tt := f.tmux(t, "--trust")
 	tt.waitFor("local/m", "›")
 
 	// @ completion and attachment.
@@ -335,6 +336,39 @@ func TestPromptFeaturesInTmux(t *testing.T) {
 			t.Fatalf("the paste did not reach the model whole (no %q):\n%.2000s", row, got)
 		}
 	}
+	// /context: the parts of the last request add up to its total, and
+	// the system prompt and memory files are the system text sent.
+	tt.text("/context")
+	tt.keys("Enter")
+	s = tt.waitFor("Context of the last request", "  total ")
+	parts := map[string]int{}
+	for _, name := range []string{"system prompt", "tool schemas", "memory files", "MCP tools", "history", "total"} {
+		var n int
+		l := lineWith(s[strings.LastIndex(s, "Context of the last request"):], "  "+name+" ")
+		if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), name)), "%d tokens", &n); err != nil {
+			t.Fatalf("/context has no %s line: %q\n%s", name, l, s)
+		}
+		parts[name] = n
+	}
+	if sum := parts["system prompt"] + parts["tool schemas"] + parts["memory files"] + parts["MCP tools"] + parts["history"]; sum != parts["total"] || parts["history"] == 0 || parts["tool schemas"] == 0 {
+		t.Fatalf("/context parts %v do not add up to the total", parts)
+	}
+	msgs, _ := f.model.request(f.model.count() - 1)["messages"].([]any)
+	system, _ := msgs[0].(map[string]any)["content"].(string)
+	if d := parts["system prompt"] + parts["memory files"] - (len(system)+3)/4; d < 0 || d > 1 || parts["memory files"] == 0 {
+		t.Fatalf("/context's system prompt and memory files (%v) are not the %d bytes of system text sent", parts, len(system))
+	}
+	if !strings.Contains(lineWith(s, "  memory files "), "AGENTS.md") {
+		t.Fatalf("/context does not name the memory file:\n%s", s)
+	}
+	// /status names the model, provider, mode, sandbox and memory file.
+	tt.text("/status")
+	tt.keys("Enter")
+	s = tt.waitFor("Status", "  provider         local", "  permission mode  default", "  sandbox ", "  memory files ")
+	if !strings.Contains(lineWith(s[strings.LastIndex(s, "Status"):], "  memory files "), "AGENTS.md") {
+		t.Fatalf("/status does not list the memory file:\n%s", s)
+	}
+
 	tt.text("/exit")
 	tt.keys("Enter")
 	tt.waitFor("DSH-EXITED:0")

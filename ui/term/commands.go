@@ -34,6 +34,8 @@ var commands = []command{
 	{"thinking", "", "show or hide the model's reasoning in full"},
 	{"usage", "", "token usage of this session"},
 	{"cost", "", "what this session cost so far, by model"},
+	{"status", "", "model, provider, session, directory, permission mode, sandbox, MCP servers, memory files"},
+	{"context", "", "what the last request held: system prompt, tools, memory files, MCP tools, history"},
 	{"exit", "", "quit (also /quit, ctrl-d on an empty line)"},
 }
 
@@ -74,6 +76,10 @@ func (u *ui) command(line string) {
 		u.tr.Note(msg)
 	case "cost":
 		u.tr.Note(u.costReport())
+	case "status":
+		u.tr.Note(u.statusReport())
+	case "context":
+		u.tr.Note(u.contextReport())
 	case "usage":
 		t := u.tr.Total
 		u.tr.Note(fmt.Sprintf("this session: %d %s · in %s · out %s · cache read %s · cache write %s",

@@ -126,6 +126,9 @@ type ui struct {
 
 	cur   atomic.Pointer[current]
 	model atomic.Pointer[string] // /model override; nil: the app's model
+	// lastReq is the last request the current agent sent (/context,
+	// /status).
+	lastReq atomic.Pointer[llm.Request]
 
 	ed   *Editor
 	hist *History
@@ -287,7 +290,11 @@ func Run(ctx context.Context, o Options) error {
 					in.Request.Model = *m
 				}
 			}
-			return next(ctx, in)
+			req, err := next(ctx, in)
+			if c := u.cur.Load(); err == nil && req != nil && c != nil && in.Agent == c.ag {
+				u.lastReq.Store(req)
+			}
+			return req, err
 		}),
 	}
 	defer func() {
@@ -871,6 +878,7 @@ func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner
 		}
 	}()
 	u.status, u.busySince, u.pending = agent.Idle, time.Time{}, nil
+	u.lastReq.Store(nil)
 	sess := h.Agent.Session()
 	// Publish first, then read the log: events appended in between are
 	// both read here and delivered, and the UI skips the delivered copies
