@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dshq/dsh/sandbox/linux"
+	"github.com/dshq/dsh/sandbox/linux/helper"
 )
 
 func main() {
-	linux.Main() // exits when started as the helper
+	helper.Main() // exits when started as the helper
 	fmt.Fprintln(os.Stderr, "dsh-sandbox-helper: dsh starts this program itself (install it next to dsh); it takes no commands")
 	os.Exit(2)
 }

@@ -7,13 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-)
 
-// Where sandboxed commands find their private caches and dsh itself (the
-// Go cache program runs it), inside the sandbox's empty /run.
-const (
-	cacheMount = "/run/dsh-cache"
-	exeMount   = "/run/dsh"
+	"github.com/dshq/dsh/sandbox/linux/helper"
 )
 
 // cacheDirs are the private caches, below the cache directory.
@@ -40,14 +35,14 @@ func prepareCaches(dir string) error {
 func cacheEnv(env []string) map[string]string {
 	get := lookupEnv(env)
 	set := map[string]string{
-		"GOCACHE":          cacheMount + "/go-build",
-		"GOCACHEPROG":      exeMount + " " + gocacheArg,
-		"GOMODCACHE":       cacheMount + "/go-mod",
-		"npm_config_cache": cacheMount + "/npm",
-		"XDG_CACHE_HOME":   cacheMount + "/xdg",
+		"GOCACHE":          helper.CacheMount + "/go-build",
+		"GOCACHEPROG":      helper.ExeMount + " " + helper.GoCacheArg,
+		"GOMODCACHE":       helper.CacheMount + "/go-mod",
+		"npm_config_cache": helper.CacheMount + "/npm",
+		"XDG_CACHE_HOME":   helper.CacheMount + "/xdg",
 	}
 	if seed := goEnvValue(get, "GOCACHE"); seed != "" && seed != "off" && filepath.IsAbs(seed) {
-		set[envGoCacheSeed] = seed
+		set[helper.EnvGoCacheSeed] = seed
 	}
 	if mod := goEnvValue(get, "GOMODCACHE"); mod != "" && filepath.IsAbs(mod) {
 		downloads := filepath.Join(mod, "cache", "download")

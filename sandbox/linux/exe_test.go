@@ -145,7 +145,7 @@ func TestStaleHelperIsRefusedLoudly(t *testing.T) {
 	if base := New(Options{}).Status(); !base.Enforcing {
 		t.Skipf("the sandbox does not enforce here: %s", base.Reason)
 	}
-	h := buildHelper(t, t.TempDir(), HelperBinary, "-ldflags=-X github.com/dshq/dsh/sandbox/linux.formatSalt=stale")
+	h := buildHelper(t, t.TempDir(), HelperBinary, "-ldflags=-X github.com/dshq/dsh/sandbox/linux/helper.formatSalt=stale")
 	sb := New(Options{Exe: h})
 	defer sb.Close()
 	st := sb.Status()

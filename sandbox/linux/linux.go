@@ -1,7 +1,7 @@
 //go:build linux
 
 // Package linux is the Linux kernel sandbox. Each command runs under a
-// helper, dsh itself re-executed with a hidden subcommand ([HelperArg]),
+// helper, dsh itself re-executed with a hidden subcommand ([helper.Arg]),
 // started in new user, mount, network, PID and IPC namespaces (where the
 // kernel allows them) and applying, in this order: the mounts (fresh /proc,
 // minimal /dev, private /tmp, empty /run, masks over hidden paths,
@@ -41,6 +41,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshq/dsh/sandbox"
+	"github.com/dshq/dsh/sandbox/linux/helper"
 	"github.com/dshq/dsh/sandbox/proxy"
 )
 
@@ -70,7 +71,8 @@ type Sandbox struct {
 
 	probeOnce sync.Once
 	status    sandbox.Status
-	layout    layout // the namespaces that work here
+	layout    layout              // the namespaces that work here
+	filters   [][]unix.SockFilter // the seccomp programs, compiled by the probe
 
 	mu     sync.Mutex
 	state  string // private directory: tmp/ and proxy sockets
@@ -127,7 +129,7 @@ func (s *Sandbox) disabled(layer string) bool { return slices.Contains(s.o.Disab
 // works. It records each layer as the helper reports it.
 func (s *Sandbox) probe() {
 	st := sandbox.Status{Platform: "linux", Implementation: "linux", Helper: s.o.Exe}
-	if s.o.Exe == "/proc/self/exe" && !dispatches.Load() {
+	if s.o.Exe == "/proc/self/exe" && !helper.Dispatches() {
 		st.Reason = "this program does not run the sandbox helper (its main must call linux.Main first)"
 		st.Layers = []sandbox.Layer{{Name: sandbox.LayerReaper, Detail: st.Reason}}
 		st.Settle()
@@ -138,6 +140,14 @@ func (s *Sandbox) probe() {
 		st.LandlockABI = abi
 	}
 	seccompOK := unix.Prctl(unix.PR_GET_SECCOMP, 0, 0, 0, 0) == nil
+	seccompWhy := "the kernel has no seccomp filters"
+	if seccompOK {
+		filters, err := seccompFilters()
+		if err != nil {
+			seccompOK, seccompWhy = false, "its filters do not compile: "+err.Error()
+		}
+		s.filters = filters
+	}
 	want := layout{
 		userNS: !s.disabled(sandbox.LayerUserNS), mountNS: !s.disabled(sandbox.LayerMountNS),
 		netNS: !s.disabled(sandbox.LayerNetNS), pidNS: !s.disabled(sandbox.LayerPIDNS),
@@ -201,7 +211,7 @@ func (s *Sandbox) probe() {
 		why(sandbox.LayerNetNS, has(sandbox.LayerNetNS), nsWhy),
 		why(sandbox.LayerPIDNS, has(sandbox.LayerPIDNS), nsWhy),
 		why(sandbox.LayerLandlock, has(sandbox.LayerLandlock), llWhy),
-		why(sandbox.LayerSeccomp, has(sandbox.LayerSeccomp), "the kernel has no seccomp filters"),
+		why(sandbox.LayerSeccomp, has(sandbox.LayerSeccomp), seccompWhy),
 		why(sandbox.LayerNoNewPriv, has(sandbox.LayerNoNewPriv), "not applied"),
 		why(sandbox.LayerCaps, has(sandbox.LayerCaps), "not applied"),
 		why(sandbox.LayerReaper, has(sandbox.LayerReaper), "the helper does not start"),
@@ -283,10 +293,10 @@ func (s *Sandbox) Close() error {
 	return nil
 }
 
-func (s *Sandbox) planFor(cmd *exec.Cmd, p *sandbox.Policy, c layout) *plan {
+func (s *Sandbox) planFor(cmd *exec.Cmd, p *sandbox.Policy, c layout) *helper.Plan {
 	confine := p.Mode.Confines()
-	pl := &plan{
-		Format: planFormat,
+	pl := &helper.Plan{
+		Format: helper.PlanFormat,
 		Path:   cmd.Path, Args: cmd.Args, Dir: cmd.Dir, Policy: *p,
 		Confine: confine,
 		GraceMS: int(s.o.Grace / time.Millisecond),
@@ -294,6 +304,9 @@ func (s *Sandbox) planFor(cmd *exec.Cmd, p *sandbox.Policy, c layout) *plan {
 	if confine {
 		pl.UserNS, pl.MountNS, pl.NetNS, pl.PIDNS = c.userNS, c.mountNS, c.netNS, c.pidNS
 		pl.Landlock, pl.Seccomp = c.landlock, c.seccomp
+		if c.seccomp {
+			pl.Filters = s.filters
+		}
 		pl.Home = s.o.Home
 	}
 	return pl
@@ -373,7 +386,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (s
 
 // proxyEnv points the usual proxy variables at the proxy.
 func proxyEnv(netNS bool, port int, tmpDir string) map[string]string {
-	addr := "127.0.0.1:" + strconv.Itoa(ProxyPort)
+	addr := "127.0.0.1:" + strconv.Itoa(helper.ProxyPort)
 	if !netNS {
 		addr = "127.0.0.1:" + strconv.Itoa(port)
 	}
@@ -472,12 +485,12 @@ type process struct {
 	childEnds []*os.File // the helper's ends, closed once it started
 
 	layers []string
-	done   atomic.Pointer[report] // the last report, once read
+	done   atomic.Pointer[helper.Report] // the last report, once read
 	once   sync.Once
 }
 
 // start rewrites cmd to the helper, passing the plan and report pipes.
-func (s *Sandbox) start(cmd *exec.Cmd, pl *plan, c layout, scope *proxyScope) (*process, error) {
+func (s *Sandbox) start(cmd *exec.Cmd, pl *helper.Plan, c layout, scope *proxyScope) (*process, error) {
 	planR, planW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrSetup, err)
@@ -506,7 +519,7 @@ func (s *Sandbox) start(cmd *exec.Cmd, pl *plan, c layout, scope *proxyScope) (*
 		return nil, err
 	}
 	cmd.Path = s.o.Exe
-	cmd.Args = []string{"dsh", HelperArg}
+	cmd.Args = []string{"dsh", helper.Arg}
 	cmd.ExtraFiles = append(extra, cmd.ExtraFiles...)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -560,7 +573,7 @@ func (p *process) Started() error {
 	if err != nil {
 		return fmt.Errorf("%w: the helper exited before reporting", sandbox.ErrSetup)
 	}
-	var r report
+	var r helper.Report
 	if err := json.Unmarshal(line, &r); err != nil {
 		return fmt.Errorf("%w: bad report %q", sandbox.ErrSetup, line)
 	}
@@ -578,7 +591,7 @@ func (p *process) Exited() (int, string, bool) {
 		if err != nil {
 			return
 		}
-		var r report
+		var r helper.Report
 		if json.Unmarshal(line, &r) == nil && r.Done {
 			p.done.Store(&r)
 		}

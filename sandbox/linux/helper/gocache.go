@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package helper
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// gocacheArg is the hidden subcommand that serves the Go build cache of
+// GoCacheArg is the hidden subcommand that serves the Go build cache of
 // sandboxed commands: GOCACHEPROG="/run/dsh __sandbox-gocache".
 //
 // Why: a sandboxed `go build` cannot write the user's build cache, and
@@ -28,11 +28,11 @@ import (
 // from the sandbox's private cache, then from the user's own cache, read
 // only, and stores every new entry in the private cache. The user's cache
 // is never written; the private one is read only by sandboxed builds.
-const gocacheArg = "__sandbox-gocache"
+const GoCacheArg = "__sandbox-gocache"
 
 // Environment of the cache program, set for sandboxed commands.
 const (
-	envGoCacheSeed = "DSH_SANDBOX_GOCACHE_SEED" // the user's GOCACHE, read only
+	EnvGoCacheSeed = "DSH_SANDBOX_GOCACHE_SEED" // the user's GOCACHE, read only
 )
 
 // goRequest and goResponse are the GOCACHEPROG protocol's messages
@@ -64,7 +64,7 @@ func gocache() int {
 		fmt.Fprintln(os.Stderr, "dsh sandbox: go cache: GOCACHE is not an absolute directory")
 		return 2
 	}
-	c := &goCache{dir: dir, seed: os.Getenv(envGoCacheSeed)}
+	c := &goCache{dir: dir, seed: os.Getenv(EnvGoCacheSeed)}
 	if err := c.serve(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh sandbox: go cache:", err)
 		return 1

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package linux
+package helper
 
 // Main does nothing where there is no Linux sandbox.
 func Main() {}

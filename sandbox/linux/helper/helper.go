@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package helper
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ import (
 )
 
 // Main runs the helper when the process was started as one (os.Args[1] is
-// HelperArg or the limits stage) and exits; otherwise it returns at once.
+// Arg or the limits stage) and exits; otherwise it returns at once.
 // Call it first thing in main (and in TestMain of packages whose tests
 // start sandboxed commands from the test binary).
 func Main() {
@@ -32,11 +32,11 @@ func Main() {
 		return
 	}
 	switch os.Args[1] {
-	case HelperArg:
+	case Arg:
 		os.Exit(helper())
 	case limitsArg:
 		os.Exit(limitsStage(os.Args[2:]))
-	case gocacheArg:
+	case GoCacheArg:
 		os.Exit(gocache())
 	}
 }
@@ -45,6 +45,10 @@ func Main() {
 // sandbox re-execute it as the helper (another program — a test binary
 // of a package that never heard of the sandbox — would run its own main).
 var dispatches atomic.Bool
+
+// Dispatches reports whether this program called [Main], so that package
+// linux may re-execute it (/proc/self/exe) as the helper.
+func Dispatches() bool { return dispatches.Load() }
 
 // helper is the process between dsh and the shell: it applies the plan to
 // itself (namespaces were made by the clone that started it), starts the
@@ -73,12 +77,12 @@ func helper() int {
 	if err != nil {
 		return w.fail(fmt.Errorf("reading the plan: %w", err))
 	}
-	var pl plan
+	var pl Plan
 	if err := json.Unmarshal(line, &pl); err != nil {
 		return w.fail(fmt.Errorf("decoding the plan: %w", err))
 	}
-	if pl.Format != planFormat {
-		return w.fail(fmt.Errorf("the helper %s is from another build of dsh (plan format %s, not %s): install dsh-sandbox-helper from the same build next to dsh, or remove it", os.Args[0], planFormat, pl.Format))
+	if pl.Format != PlanFormat {
+		return w.fail(fmt.Errorf("the helper %s is from another build of dsh (plan format %s, not %s): install dsh-sandbox-helper from the same build next to dsh, or remove it", os.Args[0], PlanFormat, pl.Format))
 	}
 	// Signals first: as a PID namespace's init, a signal without a handler
 	// is dropped, so nothing sent from here on is lost.
@@ -129,7 +133,7 @@ func helper() int {
 		}
 		layers = append(layers, sandbox.LayerNoNewPriv)
 		if pl.Seccomp {
-			if err := loadSeccomp(); err != nil {
+			if err := loadSeccomp(pl.Filters); err != nil {
 				return w.fail(fmt.Errorf("seccomp: %w", err))
 			}
 			layers = append(layers, sandbox.LayerSeccomp)
@@ -140,8 +144,8 @@ func helper() int {
 		layers = append(layers, sandbox.LayerCaps)
 	}
 	if pl.Probe {
-		w.send(report{Started: true, Layers: layers})
-		w.send(report{Done: true})
+		w.send(Report{Started: true, Layers: layers})
+		w.send(Report{Done: true})
 		return 0
 	}
 	if bridge != nil {
@@ -162,7 +166,7 @@ func helper() int {
 	if err != nil {
 		return w.fail(fmt.Errorf("starting %s: %w", pl.Path, err))
 	}
-	w.send(report{Started: true, Layers: layers})
+	w.send(Report{Started: true, Layers: layers})
 
 	r := &reaper{pidns: pl.PIDNS, child: child, grace: time.Duration(pl.GraceMS) * time.Millisecond, self: os.Getpid()}
 	// The lifeline: dsh holds the other end of the plan pipe until the
@@ -174,7 +178,7 @@ func helper() int {
 		close(lifeline)
 	}()
 	code, sig := r.run(sigs, lifeline)
-	w.send(report{Done: true, Exit: code, Signal: sig, Leftovers: r.leftovers})
+	w.send(Report{Done: true, Exit: code, Signal: sig, Leftovers: r.leftovers})
 	if sig != "" {
 		return 128 + int(unix.SignalNum(sig))
 	}
@@ -191,7 +195,7 @@ type reporter struct {
 	f  *os.File
 }
 
-func (w *reporter) send(r report) {
+func (w *reporter) send(r Report) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b, _ := json.Marshal(r)
@@ -199,7 +203,7 @@ func (w *reporter) send(r report) {
 }
 
 func (w *reporter) fail(err error) int {
-	w.send(report{Error: err.Error()})
+	w.send(Report{Error: err.Error()})
 	return 125
 }
 

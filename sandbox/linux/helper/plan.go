@@ -1,18 +1,16 @@
-package linux
+//go:build linux
+
+package helper
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"reflect"
-	"strings"
+	"golang.org/x/sys/unix"
 
 	"github.com/dshq/dsh/sandbox"
 )
 
-// HelperArg is the hidden subcommand that runs the helper: `dsh
+// Arg is the hidden subcommand that runs the helper: `dsh
 // __sandbox-helper`. The program's main must call [Main] first thing.
-const HelperArg = "__sandbox-helper"
+const Arg = "__sandbox-helper"
 
 // limitsArg is the second stage that applies rlimits and execs the shell
 // (used only when limits are set: rlimits on the helper itself would bind
@@ -31,8 +29,8 @@ const ProxyPort = 3128
 
 // plan is what the parent tells the helper: the command and every layer to
 // apply. The helper decides nothing: what it cannot apply is an error.
-type plan struct {
-	// Format is planFormat of the dsh that wrote it: a helper of another
+type Plan struct {
+	// Format is PlanFormat of the dsh that wrote it: a helper of another
 	// build refuses a plan whose fields it may not read alike.
 	Format string `json:"format"`
 
@@ -51,6 +49,8 @@ type plan struct {
 
 	Landlock bool `json:"landlock"`
 	Seccomp  bool `json:"seccomp"`
+	// Filters are the seccomp programs to load, in order, compiled by dsh.
+	Filters [][]unix.SockFilter `json:"filters,omitempty"`
 	// Tmp is the host directory mounted at /tmp.
 	Tmp string `json:"tmp,omitempty"`
 	// TmpDir is the writable temporary directory inside: /tmp, or
@@ -80,7 +80,7 @@ type plan struct {
 }
 
 // report is one line on fdReport.
-type report struct {
+type Report struct {
 	// Started is the first line: the layers applied, or Error.
 	Started bool     `json:"started,omitempty"`
 	Layers  []string `json:"layers,omitempty"`
@@ -94,43 +94,22 @@ type report struct {
 	Leftovers int `json:"leftovers,omitempty"`
 }
 
-// planFormat identifies the plan's format: a hash of the plan type's
-// shape (every field's name, type and tag, recursively). dsh and a helper
-// program built apart (cmd/dsh-sandbox-helper) must agree on it; a field
-// added, removed or retyped changes it without anyone having to remember
-// a version number. formatSalt lets a test build a helper that disagrees.
-var planFormat = func() string {
-	var b strings.Builder
-	shape(&b, reflect.TypeOf(plan{}), 0)
-	b.WriteString(formatSalt)
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:8])
-}()
+// PlanFormat identifies the plan's format: planShape, a hash of the Plan
+// type's shape (every field's name, type and tag, recursively), then
+// formatSalt. dsh and a helper program built apart
+// (cmd/dsh-sandbox-helper) must agree on it. TestPlanShape recomputes the
+// hash on every test run and fails while planShape is out of date, so a
+// field added, removed or retyped changes the format without anyone
+// having to remember a version number; the hash is a constant rather than
+// computed at start-up because the helper starts once per command.
+// formatSalt lets a test build a helper that disagrees.
+var PlanFormat = planShape + formatSalt
 
 var formatSalt string
 
-func shape(b *strings.Builder, t reflect.Type, depth int) {
-	if depth > 8 {
-		return
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		b.WriteString("{")
-		for i := range t.NumField() {
-			f := t.Field(i)
-			fmt.Fprintf(b, "%s %q:", f.Name, f.Tag)
-			shape(b, f.Type, depth+1)
-			b.WriteString(";")
-		}
-		b.WriteString("}")
-	case reflect.Slice, reflect.Pointer, reflect.Array:
-		b.WriteString(t.Kind().String() + " ")
-		shape(b, t.Elem(), depth+1)
-	case reflect.Map:
-		b.WriteString("map ")
-		shape(b, t.Key(), depth+1)
-		shape(b, t.Elem(), depth+1)
-	default:
-		b.WriteString(t.String())
-	}
-}
+// Where sandboxed commands find their private caches and the helper's
+// program (the Go cache program runs it), inside the sandbox's empty /run.
+const (
+	CacheMount = "/run/dsh-cache"
+	ExeMount   = "/run/dsh"
+)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package helper
 
 import (
 	"errors"
@@ -9,11 +9,8 @@ import (
 	"runtime"
 	"unsafe"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/dshq/dsh/sandbox"
@@ -40,7 +37,7 @@ func landlockConfig(tcp bool) landlock.Config {
 // helper's kills) — and so everything it starts: read
 // and execute everywhere (what must not be read is masked by the mounts),
 // write only in the writable roots, the private /tmp and a few devices.
-func restrictLandlock(pl *plan) (int, error) {
+func restrictLandlock(pl *Plan) (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, errors.New("the kernel offers no Landlock")
@@ -63,7 +60,7 @@ func restrictLandlock(pl *plan) (int, error) {
 		writable = append(writable, pl.TmpDir)
 	}
 	if pl.Cache != "" && pl.MountNS {
-		writable = append(writable, cacheMount)
+		writable = append(writable, CacheMount)
 	}
 	var dirs, files []string
 	for _, p := range writable {
@@ -100,90 +97,26 @@ func restrictLandlock(pl *plan) (int, error) {
 	return abi, nil
 }
 
-// seccompPolicy denies the escape hatches: changing mounts, loading kernel
-// code or modules, BPF, keyrings, io_uring (which bypasses seccomp for
-// what it submits), performance counters, attaching to other processes,
-// and new user namespaces (a namespace root regains every capability).
-// Everything else is allowed: this is a deny list behind Landlock and the
-// namespaces, not the only wall.
-func seccompPolicy() seccomp.Policy {
-	deny := []string{
-		"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
-		"fsmount", "fspick", "mount_setattr", "setns",
-		"bpf", "perf_event_open", "userfaultfd",
-		"keyctl", "add_key", "request_key",
-		"io_uring_setup", "io_uring_enter", "io_uring_register",
-		"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-		"reboot", "swapon", "swapoff", "acct", "syslog", "vhangup", "iopl", "ioperm",
-		"open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "quotactl", "quotactl_fd", "nfsservctl",
-		"process_vm_readv", "process_vm_writev", "pidfd_getfd",
-		"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+// loadSeccomp installs the plan's filters on the calling thread (see
+// restrictLandlock for why one thread), in order. dsh compiles them (see
+// package linux's seccomp.go): the helper links no filter compiler and no
+// system call tables, whose initialisation alone cost every sandboxed
+// command most of a millisecond.
+func loadSeccomp(filters [][]unix.SockFilter) error {
+	if len(filters) == 0 {
+		return errors.New("the plan has no filters")
 	}
-	info, err := arch.GetInfo("")
-	var names []string
-	for _, n := range deny {
-		if err == nil {
-			if _, ok := info.SyscallNames[n]; !ok {
-				continue
-			}
+	for i, f := range filters {
+		if err := loadRaw(f); err != nil {
+			return fmt.Errorf("filter %d of %d: %w", i+1, len(filters), err)
 		}
-		names = append(names, n)
 	}
-	newUser := uint64(unix.CLONE_NEWUSER)
-	return seccomp.Policy{
-		DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{
-			{Action: seccomp.ActionErrno, Names: names},
-			{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{
-				// Attaching to a running process; a debugger starting its
-				// own program (PTRACE_TRACEME) still works.
-				{Name: "ptrace", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.PTRACE_ATTACH}}},
-				{Name: "ptrace", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.PTRACE_SEIZE}}},
-				{Name: "unshare", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: newUser}}},
-				{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: newUser}}},
-			}},
-		},
-	}
+	return nil
 }
 
-// loadSeccomp installs two filters on the calling thread (see
-// restrictLandlock for why one thread): one refusing system
-// calls of a foreign architecture (the 32-bit entry points of a 64-bit
-// kernel would otherwise pass the deny list unchecked) and clone3 (its
-// flags are behind a pointer no filter can read: refused with ENOSYS, C
-// libraries fall back to clone, whose flags the second filter sees), and
-// the deny list itself.
-func loadSeccomp() error {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return err
-	}
-	prog := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
-		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
-	}
-	if nr, ok := info.SyscallNames["clone3"]; ok {
-		prog = append(prog,
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
-			bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)})
-	}
-	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return err
-	}
-	if err := loadRaw(raw); err != nil {
-		return fmt.Errorf("architecture filter: %w", err)
-	}
-	return seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Policy: seccompPolicy()})
-}
-
-func loadRaw(raw []bpf.RawInstruction) error {
-	filters := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+func loadRaw(filters []unix.SockFilter) error {
+	if len(filters) == 0 || len(filters) > 4096 {
+		return fmt.Errorf("a filter of %d instructions", len(filters))
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))

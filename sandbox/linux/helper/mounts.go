@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package helper
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 // host's /tmp), an empty /run (no host sockets), masks over hidden paths,
 // and read-only or pinned binds over protected ones. Write permission
 // itself is Landlock's job; the mounts hide and protect.
-func setupMounts(pl *plan) error {
+func setupMounts(pl *Plan) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making / private: %w", err)
 	}
@@ -133,21 +133,21 @@ func mountCaches(cache, exe int) error {
 	if fi, err := os.Lstat("/run"); err != nil || !fi.IsDir() {
 		return errors.New("caches: this system has no /run directory to mount them on")
 	}
-	if err := os.Mkdir(cacheMount, 0o755); err != nil {
+	if err := os.Mkdir(CacheMount, 0o755); err != nil {
 		return fmt.Errorf("caches: %w", err)
 	}
-	if err := unix.Mount(fdPath(cache), cacheMount, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(fdPath(cache), CacheMount, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("caches: %w", err)
 	}
-	f, err := os.OpenFile(exeMount, os.O_CREATE|os.O_WRONLY, 0o755)
+	f, err := os.OpenFile(ExeMount, os.O_CREATE|os.O_WRONLY, 0o755)
 	if err != nil {
 		return fmt.Errorf("caches: %w", err)
 	}
 	_ = f.Close()
-	if err := unix.Mount(fdPath(exe), exeMount, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(fdPath(exe), ExeMount, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("caches: %w", err)
 	}
-	return remountReadOnly(exeMount)
+	return remountReadOnly(ExeMount)
 }
 
 type keep struct {
