@@ -3,8 +3,6 @@ package acp
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/dshq/dsh/agent"
 	"github.com/dshq/dsh/commands"
+	"github.com/dshq/dsh/internal/uuid"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
@@ -366,15 +365,6 @@ func (r *sess) dispose(ctx context.Context) {
 
 // ---- session/new, load, resume, close, list ----
 
-func newSessionID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
 func checkWorkspace(cwd string, dirs []string) (string, []string, error) {
 	if !filepath.IsAbs(cwd) {
 		return "", nil, invalidParams("cwd must be an absolute path: %s", cwd)
@@ -423,7 +413,7 @@ func (s *Server) newSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	id := newSessionID()
+	id := uuid.New()
 	r := s.newRecord(id, ws)
 	if err := s.register(r); err != nil {
 		r.closeScope()

@@ -11,8 +11,6 @@ package loop
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/internal/uuid"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/prompt"
@@ -54,7 +53,7 @@ func New(d Deps) *Loop {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.NewID == nil {
-		d.NewID = randomID
+		d.NewID = uuid.New
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -93,13 +92,6 @@ func (l *Loop) DisposeAll() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func randomID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // Create starts an agent on a new session.

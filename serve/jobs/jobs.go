@@ -16,8 +16,6 @@ package jobs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +32,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/dshq/dsh/internal/uuid"
 	"github.com/dshq/dsh/serve"
 	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/serve/tokens"
@@ -159,7 +158,7 @@ func Open(ctx context.Context, o Options) (*Queue, error) {
 		o.HTTP = &http.Client{Timeout: 30 * time.Second}
 	}
 	if o.NewID == nil {
-		o.NewID = newUUID
+		o.NewID = uuid.New
 	}
 	if o.Workers < 0 || o.WorkspaceLimit < 0 {
 		return nil, errors.New("jobs: Workers and WorkspaceLimit must not be negative")
@@ -451,15 +450,6 @@ func lockKey(parts ...string) int64 {
 		h.Write([]byte{0})
 	}
 	return int64(h.Sum64())
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // clientID is River's client id: the worker's name (at most 100 bytes),
