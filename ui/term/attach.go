@@ -101,22 +101,7 @@ func Attach(ctx context.Context, o AttachOptions) error {
 	if o.Remote == nil {
 		return errors.New("term: no session to attach to")
 	}
-	if o.Out == nil {
-		o.Out = os.Stdout
-	}
-	if o.In == nil {
-		o.In = os.Stdin
-	}
-	if o.Env == nil {
-		o.Env = os.Getenv
-	}
-	if o.Width == nil {
-		o.Width = sizeFunc(o.Out, true)
-	}
-	if o.Height == nil {
-		o.Height = sizeFunc(o.Out, false)
-	}
-	plain := o.NoColor || o.Env("NO_COLOR") != "" || o.Env("TERM") == "dumb"
+	plain := terminalDefaults(&o.In, &o.Out, &o.Env, &o.Width, &o.Height, o.NoColor)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a := &attached{o: o, st: NewStyles(plain), out: o.Out, q: newQueue(), ed: NewEditor(nil), ctx: ctx, calls: map[llm.CallID]session.ToolCall{}}

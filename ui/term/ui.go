@@ -198,22 +198,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.App == nil {
 		return errors.New("term: no app")
 	}
-	if o.Out == nil {
-		o.Out = os.Stdout
-	}
-	if o.In == nil {
-		o.In = os.Stdin
-	}
-	if o.Env == nil {
-		o.Env = os.Getenv
-	}
-	if o.Width == nil {
-		o.Width = sizeFunc(o.Out, true)
-	}
-	if o.Height == nil {
-		o.Height = sizeFunc(o.Out, false)
-	}
-	plain := o.NoColor || o.Env("NO_COLOR") != "" || o.Env("TERM") == "dumb"
+	plain := terminalDefaults(&o.In, &o.Out, &o.Env, &o.Width, &o.Height, o.NoColor)
 	u := &ui{
 		o: o, app: o.App, out: o.Out, st: NewStyles(plain), md: newMarkdown(plain, o.Env),
 		q: newQueue(), done: make(chan struct{}), ctx: ctx, grace: approvalGrace,
@@ -332,6 +317,28 @@ func Run(ctx context.Context, o Options) error {
 	u.loop(ctx)
 	u.shutdown()
 	return nil
+}
+
+// terminalDefaults fills in the process's terminal for what options left
+// unset and reports whether output is plain (no colour).
+func terminalDefaults(in *io.Reader, out *io.Writer, env *func(string) string, width, height *func() int, noColor bool) (plain bool) {
+	if *out == nil {
+		*out = os.Stdout
+	}
+	if *in == nil {
+		*in = os.Stdin
+	}
+	if *env == nil {
+		*env = os.Getenv
+	}
+	if *width == nil {
+		*width = sizeFunc(*out, true)
+	}
+	if *height == nil {
+		*height = sizeFunc(*out, false)
+	}
+	e := *env
+	return noColor || e("NO_COLOR") != "" || e("TERM") == "dumb"
 }
 
 func sizeFunc(w io.Writer, width bool) func() int {
