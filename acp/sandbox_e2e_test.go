@@ -1,13 +1,16 @@
 package acp_test
 
 import (
+	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dshq/dsh/acp/acptest"
 )
@@ -34,6 +37,12 @@ func TestSandboxPerSessionOverACP(t *testing.T) {
 			if err != nil {
 				return
 			}
+			// Read the request before answering: closing a socket with
+			// unread bytes sends a reset, which can destroy the answer
+			// before the proxy reads it ("cannot reach …", about one run
+			// in six).
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, _ = http.ReadRequest(bufio.NewReader(c))
 			_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Length: 15\r\n\r\nhost-reached-7\n"))
 			_ = c.Close()
 		}

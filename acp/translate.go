@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -374,7 +375,7 @@ func (t *translator) toolResult(r session.ToolResult) sdk.SessionUpdate {
 			}
 			u.Meta = meta
 		default:
-			u.Content = []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(consoleBlock(view.Output)))}
+			u.Content = []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(consoleBlock(strings.TrimRight(view.Output, "\n") + outcome(view))))}
 		}
 	case view.Text != "":
 		u.Content = []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(view.Text))}
@@ -426,6 +427,21 @@ func (t *translator) resolveCwd(cwd string) string {
 		return cwd
 	}
 	return filepath.Join(t.cwd, cwd)
+}
+
+// outcome states a failed command's end below its output in a console
+// block, where the editor shows nothing else about it: the view keeps the
+// command's output apart from its exit code and signal (which a terminal
+// card, the Zed terminal and the web view each show their own way).
+func outcome(view *tool.View) string {
+	sig, signalled := strings.CutPrefix(view.Text, "killed by signal: ")
+	switch {
+	case signalled:
+		return "\n[killed by signal: " + sig + "]"
+	case view.ExitCode != nil && *view.ExitCode != 0:
+		return "\n[exit code: " + strconv.Itoa(*view.ExitCode) + "]"
+	}
+	return ""
 }
 
 func consoleBlock(out string) string {
