@@ -121,6 +121,18 @@ func (u *ui) contextReport() string {
 func (u *ui) statusReport() string {
 	var b strings.Builder
 	row := func(k, v string) { fmt.Fprintf(&b, "  %-16s %s\n", k, v) }
+	// rows writes a list under one key, its first row keyed, or empty.
+	rows := func(k string, vs []string, empty string) {
+		if len(vs) == 0 {
+			row(k, empty)
+		}
+		for i, v := range vs {
+			if i > 0 {
+				k = ""
+			}
+			row(k, v)
+		}
+	}
 	b.WriteString(u.st.Bold("Status") + "\n")
 	model := u.modelName()
 	provider, _, _ := strings.Cut(model, "/")
@@ -145,35 +157,23 @@ func (u *ui) statusReport() string {
 		row("cost", t)
 	}
 	if u.app.MCP != nil {
-		servers := u.app.MCP.Servers()
-		if len(servers) == 0 {
-			row("MCP servers", "none configured")
-		}
-		for i, s := range servers {
-			k := ""
-			if i == 0 {
-				k = "MCP servers"
-			}
+		var servers []string
+		for _, s := range u.app.MCP.Servers() {
 			v := sanitize(s.Name) + " · " + string(s.State) + fmt.Sprintf(" · %d %s", len(s.Tools), plural(len(s.Tools), "tool", "tools"))
 			if s.Error != "" {
 				v += " · " + sanitize(firstLine(s.Error))
 			}
-			row(k, v)
+			servers = append(servers, v)
 		}
+		rows("MCP servers", servers, "none configured")
 	}
 	if req := u.lastReq.Load(); req != nil {
 		_, memory, _ := strings.Cut(req.System, memoryHeading)
-		files := memoryFiles(memory)
-		if len(files) == 0 {
-			row("memory files", "none")
+		var files []string
+		for _, f := range memoryFiles(memory) {
+			files = append(files, shortPath(sanitize(f), u.o.Env))
 		}
-		for i, f := range files {
-			k := ""
-			if i == 0 {
-				k = "memory files"
-			}
-			row(k, shortPath(sanitize(f), u.o.Env))
-		}
+		rows("memory files", files, "none")
 	} else {
 		row("memory files", u.st.Dim("(known after the first request)"))
 	}
