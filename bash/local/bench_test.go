@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -92,11 +91,7 @@ func BenchmarkBashTrueContained(b *testing.B) { benchSandboxed(b, sandbox.ModeFu
 // test binary as the helper: what an installed dsh with its helper beside
 // it pays.
 func BenchmarkBashTrueSandboxedHelper(b *testing.B) {
-	helper := filepath.Join(b.TempDir(), linux.HelperBinary)
-	if out, err := exec.Command("go", "build", "-o", helper, "../../cmd/dsh-sandbox-helper").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	sb := linux.New(linux.Options{Grace: testGrace, Exe: helper})
+	sb := linux.New(linux.Options{Grace: testGrace, Exe: buildHelper(b)})
 	b.Cleanup(func() { _ = sb.Close() })
 	benchSandboxedWith(b, sb, sandbox.ModeWorkspaceWrite)
 }

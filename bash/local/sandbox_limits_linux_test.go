@@ -8,6 +8,7 @@ import (
 
 	"github.com/dshq/dsh/bash"
 	"github.com/dshq/dsh/sandbox"
+	"github.com/dshq/dsh/sandbox/linux"
 )
 
 // sandbox.limits bind every process of a sandboxed command: a file larger
@@ -17,7 +18,8 @@ import (
 // bind root, which this machine runs tests as: documented, not tested.)
 func TestSandboxLimits(t *testing.T) {
 	env := newEscapeEnv(t)
-	sb := newSandboxHome(t, env.home)
+	sb := linux.New(linux.Options{Grace: testGrace, Home: env.home, Exe: buildHelper(t)})
+	t.Cleanup(func() { _ = sb.Close() })
 	requireEnforcing(t, sb)
 	e := newExec(t, Config{Sandbox: sb})
 	limited := env.policy(t, sandbox.ModeWorkspaceWrite)

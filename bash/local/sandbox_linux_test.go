@@ -32,6 +32,18 @@ func newSandboxHome(t testing.TB, home string) *linux.Sandbox {
 	return sb
 }
 
+// buildHelper builds the dedicated helper program, as dsh is shipped: not
+// race-built, unlike this test binary (a race-built helper cannot run under
+// an address-space limit: the race detector maps memory at any moment).
+func buildHelper(t testing.TB) string {
+	t.Helper()
+	helper := filepath.Join(t.TempDir(), linux.HelperBinary)
+	if out, err := exec.Command("go", "build", "-o", helper, "../../cmd/dsh-sandbox-helper").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return helper
+}
+
 // requireEnforcing skips where the kernel cannot sandbox (the CI machine
 // can: it must not skip there, see TestSandboxEnforcesHere).
 func requireEnforcing(t *testing.T, sb *linux.Sandbox) {

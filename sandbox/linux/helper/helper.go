@@ -385,22 +385,26 @@ func limitsStage(args []string) int {
 		}
 		return unix.Setrlimit(res, &unix.Rlimit{Cur: v, Max: v})
 	}
+	// The address-space limit comes last, right before the exec: memory
+	// this Go program maps after it counts against it (the environment is
+	// read first for the same reason).
+	env := os.Environ()
 	for _, x := range []struct {
 		res  int
 		v    uint64
 		name string
 	}{
-		{unix.RLIMIT_AS, uint64(l.AddressSpace), "addressSpace"},
 		{unix.RLIMIT_NPROC, uint64(l.Processes), "processes"},
 		{unix.RLIMIT_FSIZE, uint64(l.FileSize), "fileSize"},
 		{unix.RLIMIT_CPU, uint64(l.CPUSeconds), "cpuSeconds"},
+		{unix.RLIMIT_AS, uint64(l.AddressSpace), "addressSpace"},
 	} {
 		if err := set(x.res, x.v); err != nil {
 			fmt.Fprintf(os.Stderr, "dsh sandbox: sandbox.limits.%s: %v\n", x.name, err)
 			return 125
 		}
 	}
-	err := syscall.Exec(args[1], args[2:], os.Environ())
+	err := syscall.Exec(args[1], args[2:], env)
 	fmt.Fprintf(os.Stderr, "dsh sandbox: exec %s: %v\n", args[1], err)
 	return 127
 }
