@@ -183,6 +183,10 @@ func (s *Server) ExecuteRun(ctx context.Context, spec RunSpec) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !e.run.TryLock() {
+		return "", fmt.Errorf("%w: run %d: another attempt is working on session %s here", ErrRunBusy, spec.Run, spec.Session)
+	}
+	defer e.run.Unlock()
 	sess := a.Session()
 	if a.Status() != agent.Idle {
 		// A turn of this session is still running here (an earlier

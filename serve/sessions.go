@@ -124,6 +124,12 @@ type entry struct {
 
 	// load serializes loading and eviction.
 	load sync.Mutex
+	// run is held by the attempt of a background run working on this
+	// session in this process: River may start a second attempt (a
+	// rescue) while the first still runs here, and the check for an
+	// answered prompt and the sending of it must not interleave, or
+	// the prompt is sent twice and answered as one turn.
+	run sync.Mutex
 
 	mu        sync.Mutex
 	meta      Meta
