@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dshq/dsh/doctor"
+	"github.com/dshq/dsh/internal/memlimit"
 )
 
 func init() { extraCommands = append(extraCommands, newDoctorCmd) }
@@ -48,7 +49,8 @@ func runDoctor(ctx context.Context, stdio IO, f flags, asJSON bool, timeout time
 		return err
 	}
 	defer done()
-	fs := a.Diagnose(ctx, timeout)
+	fs := append(a.Diagnose(ctx, timeout), doctor.Finding{Capability: "runtime", Severity: doctor.OK,
+		Subject: "memory limit", Message: "Go soft memory limit " + memlimit.Current()})
 	if asJSON {
 		if err := doctor.PrintJSON(stdio.Out, fs); err != nil {
 			return err

@@ -31,3 +31,17 @@ func TestDoctorReportsCapabilities(t *testing.T) {
 		t.Errorf("json: %s", j.stdout)
 	}
 }
+
+// Every front door runs under a soft Go memory limit unless GOMEMLIMIT
+// sets one, and dsh doctor says which is in force.
+func TestDoctorMemoryLimit(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	r := dsh(t, dir, home, "http://127.0.0.1:1", "", "doctor", "--timeout", "5s")
+	if want := "memory limit: Go soft memory limit 64 MiB (default; GOMEMLIMIT overrides)"; !strings.Contains(r.stdout, want) {
+		t.Errorf("doctor without GOMEMLIMIT lacks %q:\n%s", want, r.stdout)
+	}
+	r = invocation{dir: dir, home: home, baseURL: "http://127.0.0.1:1", env: []string{"GOMEMLIMIT=200MiB"}}.run(t, "doctor", "--timeout", "5s")
+	if want := "memory limit: Go soft memory limit 200 MiB (GOMEMLIMIT=200MiB)"; !strings.Contains(r.stdout, want) {
+		t.Errorf("doctor with GOMEMLIMIT=200MiB lacks %q:\n%s", want, r.stdout)
+	}
+}

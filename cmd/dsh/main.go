@@ -5,8 +5,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/dshq/dsh/cli"
+	"github.com/dshq/dsh/internal/memlimit"
 	"github.com/dshq/dsh/sandbox/linux"
 )
 
@@ -18,6 +20,12 @@ func main() {
 	// able to read them back from /proc (see harden).
 	if err := harden(); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh: warning: cannot protect the process from inspection:", err)
+	}
+	// A soft memory limit unless GOMEMLIMIT sets one: the garbage of a
+	// long session's large outputs is collected before it piles up.
+	memlimit.Apply(os.Getenv, memlimit.Default)
+	if path := os.Getenv(memlimit.ProfileEnv); path != "" {
+		go memlimit.WriteProfiles(path, 2*time.Second)
 	}
 	os.Exit(cli.Main(os.Args[1:], cli.IO{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,

@@ -7,6 +7,7 @@
 //
 //	go build -o /tmp/dsh ./cmd/dsh && go run ./internal/cmd/longbench -dsh /tmp/dsh -steps 5000 -size 20000
 //	go run ./internal/cmd/longbench -dsh /tmp/dsh -steps 5000 -size 20000 -window 32000
+//	go run ./internal/cmd/longbench -dsh /tmp/dsh -tui -stream 40 -steps 2000 -size 20000   # the terminal UI
 package main
 
 import (
@@ -35,6 +36,9 @@ func main() {
 	window := flag.Int("window", 0, "compaction.contextWindow setting (0: the model's)")
 	keep := flag.String("home", "", "use this DSH_HOME and keep it (default: a temporary one)")
 	logPath := flag.String("log", "", "write dsh's output (stdout and stderr) to this file")
+	tui := flag.Bool("tui", false, "run the terminal UI (in a private tmux server) instead of dsh -p")
+	deltas := flag.Int("stream", 0, "text deltas streamed before each tool call")
+	unsandboxed := flag.Bool("nosandbox", false, "run the commands without the sandbox (sandbox.mode danger-full-access): dsh's own memory is the same, steps are much cheaper on a loaded machine")
 	flag.Parse()
 
 	var (
@@ -82,6 +86,9 @@ func main() {
 			}
 		}
 		var b strings.Builder
+		for i := range *deltas {
+			event(&b, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": fmt.Sprintf("word%d ", i)}}}})
+		}
 		if n <= int64(*steps) {
 			args, _ := json.Marshal(map[string]string{"command": cmdText, "description": "print"})
 			event(&b, map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
@@ -106,15 +113,33 @@ func main() {
 	}
 	work, _ := os.MkdirTemp("", "longbench-work-")
 	defer os.RemoveAll(work)
-	if *window > 0 {
-		settings := fmt.Sprintf(`{"compaction":{"contextWindow":%d}}`, *window)
+	if *window > 0 || *unsandboxed {
+		s := map[string]any{}
+		if *window > 0 {
+			s["compaction"] = map[string]any{"contextWindow": *window}
+		}
+		if *unsandboxed {
+			s["sandbox"] = map[string]any{"mode": "danger-full-access"}
+		}
+		settings, _ := json.Marshal(s)
 		if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
 			panic(err)
 		}
 	}
-	cmd := exec.Command(*bin, "-p", "print things repeatedly")
+	env := []string{"DSH_HOME=" + home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL=http://" + ln.Addr().String(), "DSH_MODEL=deepseek/deepseek-chat"}
+	if *tui {
+		runTUI(*bin, work, env, *steps, &pid, &hwm, &served)
+		report(*steps, *window, served.Load(), summaries.Load(), hwm.Load(), &mu, cpuAt)
+		return
+	}
+	args := []string{"-p", "print things repeatedly"}
+	if *unsandboxed {
+		// Outside the sandbox a command is no longer allowed by it.
+		args = append(args, "--allowedTools", "Bash")
+	}
+	cmd := exec.Command(*bin, args...)
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL=http://"+ln.Addr().String(), "DSH_MODEL=deepseek/deepseek-chat", "TERM=dumb")
+	cmd.Env = append(append(os.Environ(), env...), "TERM=dumb")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -136,14 +161,61 @@ func main() {
 	fmt.Printf("dsh -p, %d steps of %d-byte outputs (window %d): wall %v, model requests %d (and %d summarization requests)\n", *steps, *size, *window, wall.Round(time.Millisecond), served.Load(), summaries.Load())
 	fmt.Printf("dsh peak RSS (VmHWM at the final request) %.1f MiB; rusage maxrss %.1f MiB (largest of dsh and its children); CPU user+sys %v (with children)\n",
 		float64(hwm.Load())/1024, float64(ru.Maxrss)/1024, self.Round(time.Millisecond))
+	report(*steps, *window, -1, 0, 0, &mu, cpuAt)
+}
+
+// report prints dsh's CPU per step early and late (and, for the terminal
+// UI, what the -p run prints from its exit status).
+func report(steps, window int, served, summaries, hwm int64, mu *sync.Mutex, cpuAt map[int64]time.Duration) {
+	if served >= 0 {
+		fmt.Printf("dsh (terminal UI in tmux), %d steps (window %d): model requests %d (and %d summarization requests)\n", steps, window, served, summaries)
+		fmt.Printf("dsh peak RSS (VmHWM at the final request) %.1f MiB\n", float64(hwm)/1024)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	first, okA := cpuAt[20]-cpuAt[10], cpuAt[10] > 0 && cpuAt[20] > 0
-	last, okB := cpuAt[int64(*steps)]-cpuAt[int64(*steps-10)], cpuAt[int64(*steps-10)] > 0 && cpuAt[int64(*steps)] > 0
+	last, okB := cpuAt[int64(steps)]-cpuAt[int64(steps-10)], cpuAt[int64(steps-10)] > 0 && cpuAt[int64(steps)] > 0
 	if okA && okB {
 		fmt.Printf("dsh CPU per step (own, user+sys): steps 10-20 %v, steps %d-%d %v (ratio %.2f)\n",
-			first/10, *steps-10, *steps, last/10, float64(last)/float64(max(first, 1)))
+			first/10, steps-10, steps, last/10, float64(last)/float64(max(first, 1)))
 	}
+}
+
+// runTUI runs the interactive dsh in a private tmux server (120×40), the
+// prompt given on its command line and bash allowed, until the model has
+// served the final answer's request; then it stops the server.
+func runTUI(bin, work string, env []string, steps int, pid, hwm, served *atomic.Int64) {
+	sock := fmt.Sprintf("longbench-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "longbench: tmux %v: %v\n%s", args, err, out)
+			os.Exit(1)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	line := "cd " + strconv.Quote(work) + " && exec env TERM=xterm-256color"
+	for _, e := range env {
+		line += " " + strconv.Quote(e)
+	}
+	line += " " + strconv.Quote(bin) + ` --allowedTools Bash "print things repeatedly"`
+	tmux("new-session", "-d", "-s", "bench", "-x", "120", "-y", "40", line)
+	defer exec.Command("tmux", "-L", sock, "kill-server").Run()
+	p, err := strconv.Atoi(tmux("display-message", "-p", "-t", "bench", "#{pane_pid}"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "longbench: no pane pid:", err)
+		os.Exit(1)
+	}
+	pid.Store(int64(p))
+	start := time.Now()
+	for hwm.Load() == 0 {
+		if syscall.Kill(p, 0) != nil {
+			fmt.Fprintf(os.Stderr, "longbench: dsh exited after %d requests\n", served.Load())
+			os.Exit(1)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fmt.Printf("wall %v\n", time.Since(start).Round(time.Millisecond))
 }
 
 // procCPU is the user+sys CPU time of pid itself (not its children).
