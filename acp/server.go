@@ -270,18 +270,7 @@ func (s *Server) imagesAccepted() bool {
 		return false
 	}
 	cfg := providers.FromSettings(c)
-	model := providers.DefaultModel(cfg, s.o.Env)
-	if target, ok := cfg.Aliases[model]; ok {
-		model = target
-	}
-	provider, _, ok := strings.Cut(model, "/")
-	if !ok || provider == "" || provider == "demo" {
-		return false
-	}
-	if pc, ok := cfg.Providers[provider]; ok && pc.NoImages != nil {
-		return !*pc.NoImages
-	}
-	return provider != "deepseek"
+	return providers.AcceptsImages(cfg, providers.DefaultModel(cfg, s.o.Env))
 }
 
 func (s *Server) authenticate(_ context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {

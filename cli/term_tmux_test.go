@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -381,4 +386,76 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Images through the real binary: an @-mentioned PNG reaches a model that
+// reads images as an image part holding the file's bytes; a dragged path
+// (a paste of the file's path) becomes the same mention; a text-only
+// model ("images": false in its settings) is refused the message, which
+// comes back to the editor and is not sent.
+func TestImageAttachmentInTmux(t *testing.T) {
+	f := newTermFixture(t, `[{"id":"m"},{"id":"text","images":false}]`, chatText("A red pixel.", 10, 1))
+	img := pngFile(t)
+	f.write(t, "shot.png", string(img))
+	tt := f.tmux(t, "--trust")
+	tt.waitFor("local/m", "›")
+
+	tt.text("describe @sho")
+	tt.waitFor("› shot.png  (tab)")
+	tt.keys("Tab")
+	tt.keys("Enter")
+	s := tt.waitFor("A red pixel.")
+	if !strings.Contains(s, "attached @shot.png (png, ") {
+		t.Fatalf("no attachment note:\n%s", s)
+	}
+	want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)
+	var found bool
+	msgs, _ := f.model.request(0)["messages"].([]any)
+	last, _ := msgs[len(msgs)-1].(map[string]any)
+	parts, _ := last["content"].([]any)
+	for _, p := range parts {
+		if p, _ := p.(map[string]any); p["type"] == "image_url" {
+			u, _ := p["image_url"].(map[string]any)
+			found = u["url"] == want
+		}
+	}
+	if !found {
+		t.Fatalf("the request has no image part with the file's bytes: %.600s", f.model.lastMessages())
+	}
+
+	// A dragged file arrives as a paste of its path.
+	f.write(t, "drop.txt", filepath.Join(f.dir, "shot.png"))
+	tt.tmux("load-buffer", "-b", "d", filepath.Join(f.dir, "drop.txt"))
+	tt.tmux("paste-buffer", "-p", "-b", "d", "-t", tt.name)
+	tt.waitUntil(func(s string) bool { return strings.Contains(lastLines(s, 3), "› @shot.png") }, "the pasted path as a mention")
+	tt.keys("C-u")
+
+	tt.text("/model local/text")
+	tt.keys("Enter")
+	tt.waitFor("model set to local/text")
+	tt.text("again @shot.png please")
+	tt.keys("Enter")
+	s = tt.waitFor("not sent: local/text does not read images (@shot.png)")
+	if !strings.Contains(lastLines(s, 3), "› again @shot.png please") {
+		t.Fatalf("the refused message is not back in the editor:\n%s", lastLines(s, 6))
+	}
+	if n := f.model.count(); n != 1 {
+		t.Fatalf("%d requests: the refused message reached the model", n)
+	}
+	tt.keys("C-u")
+	tt.text("/exit")
+	tt.keys("Enter")
+	tt.waitFor("DSH-EXITED:0")
+}
+
+// pngFile is a real 2×2 PNG.
+func pngFile(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

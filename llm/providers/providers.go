@@ -93,6 +93,10 @@ type ModelConfig struct {
 	ID            string `json:"id"`
 	ContextWindow int    `json:"contextWindow,omitempty"`
 	MaxOutput     int    `json:"maxOutput,omitempty"`
+	// Images says whether the model reads image blocks; unset, the
+	// provider decides (see [AcceptsImages]). A text-only model served by
+	// a provider that takes images elsewhere sets it to false.
+	Images *bool `json:"images,omitempty"`
 }
 
 // Provider is one resolved provider: what Install registers and what a
@@ -517,4 +521,34 @@ func SecretEnvNames(cfg Config) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// AcceptsImages says whether model (a reference, "provider/id", or an
+// alias) reads image blocks: the model's "images" setting if it has one,
+// else its provider's noImages, else the provider's default (DeepSeek and
+// the offline demo read none; the others do). Front doors ask before
+// sending an image, so a text-only model is refused with a reason instead
+// of receiving a placeholder.
+func AcceptsImages(cfg Config, model string) bool {
+	for range 8 { // aliases may chain; resolveAliases rejects cycles
+		target, ok := cfg.Aliases[model]
+		if !ok {
+			break
+		}
+		model = target
+	}
+	provider, id, ok := strings.Cut(model, "/")
+	if !ok || provider == "" || provider == "demo" {
+		return false
+	}
+	pc := cfg.Providers[provider]
+	for _, m := range pc.Models {
+		if strings.TrimPrefix(m.ID, provider+"/") == id && m.Images != nil {
+			return *m.Images
+		}
+	}
+	if pc.NoImages != nil {
+		return !*pc.NoImages
+	}
+	return provider != "deepseek"
 }

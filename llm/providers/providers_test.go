@@ -253,3 +253,27 @@ func TestSecretEnvNames(t *testing.T) {
 		t.Errorf("SecretEnvNames = %q, want %q", got, want)
 	}
 }
+
+// Which models are sent images: a model's own "images" setting wins, then
+// the provider's noImages, then the provider's default; aliases resolve.
+func TestAcceptsImages(t *testing.T) {
+	no, yes := true, true
+	off := false
+	cfg := Config{
+		Providers: map[string]ProviderConfig{
+			"local": {Models: []ModelConfig{{ID: "vision"}, {ID: "local/text", Images: &off}}},
+			"plain": {NoImages: &no, Models: []ModelConfig{{ID: "seeing", Images: &yes}}},
+		},
+		Aliases: map[string]string{"eyes": "local/vision", "blind": "text-alias", "text-alias": "local/text"},
+	}
+	for model, want := range map[string]bool{
+		"local/vision": true, "local/text": false, "eyes": true, "blind": false,
+		"plain/other": false, "plain/seeing": true,
+		"deepseek/deepseek-v4-flash": false, "anthropic/claude-sonnet-4-5": true, "openai/gpt-5": true,
+		"demo/demo": false, "nonsense": false,
+	} {
+		if got := AcceptsImages(cfg, model); got != want {
+			t.Errorf("AcceptsImages(%q) = %v, want %v", model, got, want)
+		}
+	}
+}

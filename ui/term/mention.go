@@ -299,14 +299,38 @@ const maxListed = 200
 // attachMentions reads what text mentions, through the agent's tools.
 // Failed reads become warnings, not attachments; nothing is silently left
 // out.
-func attachMentions(ctx context.Context, reg *tool.Registry, host tool.Host, ap tool.Approver, dir, text string) (blocks []llm.Block, warnings []string) {
-	for n, p := range mentionedPaths(text, dir) {
+// An image the model cannot read refuses the whole message (err is a
+// *refusal): sent without it, the message would not say what the user
+// meant.
+func attachMentions(ctx context.Context, reg *tool.Registry, host tool.Host, ap tool.Approver, dir, text string, images imagePolicy) (blocks []llm.Block, warnings []string, err error) {
+	mentioned := mentionedPaths(text, dir)
+	if !images.accept {
+		var refused []string
+		for _, p := range mentioned {
+			if _, ok := imageType(absIn(dir, p)); ok {
+				refused = append(refused, "@"+p)
+			}
+		}
+		if len(refused) > 0 {
+			return nil, nil, &refusal{fmt.Sprintf("not sent: %s does not read images (%s); switch with /model, or remove the image and send again",
+				images.model, strings.Join(refused, ", "))}
+		}
+	}
+	for n, p := range mentioned {
 		abs := p
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(dir, p)
 		}
 		st, err := os.Stat(abs)
 		if err != nil {
+			continue
+		}
+		if mime, ok := imageType(abs); ok && st.Mode().IsRegular() {
+			bs, warn := attachImage(ctx, reg, host, ap, n+1, p, abs, mime, st.Size())
+			if warn != "" {
+				warnings = append(warnings, warn)
+			}
+			blocks = append(blocks, bs...)
 			continue
 		}
 		if st.IsDir() {
@@ -352,7 +376,15 @@ func attachMentions(ctx context.Context, reg *tool.Registry, host tool.Host, ap 
 		}
 		blocks = append(blocks, llm.Text(fmt.Sprintf("%s%q kind=\"file\" lines=\"%d\">\nThe user mentioned %s; the read tool returned:\n%s\n</mention>", mentionTag, p, shown, p, strings.TrimRight(content, "\n"))))
 	}
-	return blocks, warnings
+	return blocks, warnings, nil
+}
+
+// absIn is p made absolute against dir.
+func absIn(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
 }
 
 // mentionNote is how the transcript shows an attachment block: its path
@@ -370,6 +402,9 @@ func mentionNote(text string) (string, bool) {
 	if strings.Contains(head, `kind="directory"`) {
 		return fmt.Sprintf("attached @%s (directory listing)", p), true
 	}
+	if strings.Contains(head, `kind="image"`) {
+		return imageNote(p, head), true
+	}
 	lines := 0
 	if _, attr, ok := strings.Cut(head, ` lines="`); ok {
 		_, _ = fmt.Sscanf(attr, "%d", &lines)
@@ -386,6 +421,9 @@ func splitMentions(content []llm.Block) (typed []llm.Block, notes []string) {
 				notes = append(notes, n)
 				continue
 			}
+		}
+		if b.Type == llm.BlockImage {
+			continue // its header block is the note
 		}
 		typed = append(typed, b)
 	}

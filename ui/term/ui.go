@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
 	xterm "golang.org/x/term"
@@ -646,6 +647,16 @@ func (u *ui) editorKey(k Key) {
 	if k.Kind == KeyTab && u.mentionAccept() {
 		return
 	}
+	if k.Kind == KeyPaste {
+		// A file dragged onto the terminal arrives as its path: an image
+		// becomes a mention, attached when the message is sent.
+		if p, ok := pastedImage(k.Text, u.cwd()); ok {
+			k.Text = mentionToken(p) + " "
+			if e := u.ed; e.pos > 0 && !unicode.IsSpace(e.buf[e.pos-1]) {
+				k.Text = " " + k.Text
+			}
+		}
+	}
 	switch u.ed.Handle(k) {
 	case ActSubmit:
 		text := u.ed.Expanded()
@@ -818,9 +829,10 @@ func (u *ui) submit(text string) {
 		// Reading may ask for approval: off the UI goroutine.
 		host, _ := c.ag.(tool.Host)
 		reg, dir := u.app.Host.Tools, u.cwd()
+		images := u.imagePolicy()
 		go func() {
-			blocks, warnings := attachMentions(u.ctx, reg, host, u, dir, text)
-			u.q.push(mentionSend{cur: c, text: text, content: append(content, blocks...), warnings: warnings})
+			blocks, warnings, err := attachMentions(u.ctx, reg, host, u, dir, text, images)
+			u.q.push(mentionSend{cur: c, text: text, content: append(content, blocks...), warnings: warnings, err: err})
 		}()
 		return
 	}
@@ -833,11 +845,19 @@ type mentionSend struct {
 	text     string
 	content  []llm.Block
 	warnings []string
+	err      error // a refusal: nothing is sent
 }
 
 func (u *ui) mentionSent(m mentionSend) {
 	for _, w := range m.warnings {
 		u.tr.Note(u.st.Warn(sanitize(w)))
+	}
+	if m.err != nil {
+		u.tr.Note(u.st.Err(sanitize(m.err.Error())))
+		if u.ed.Text() == "" {
+			u.ed.SetText(m.text) // the message back, to edit and send again
+		}
+		return
 	}
 	if m.cur != u.cur.Load() {
 		u.tr.Note(u.st.Warn("the session changed while the mentioned files were read; not sent"))
