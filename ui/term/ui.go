@@ -476,6 +476,7 @@ func (u *ui) handle(m any) {
 		if c := u.cur.Load(); c == nil || m.ag != c.ag {
 			return
 		}
+		was := u.status
 		u.status = m.status
 		switch m.status {
 		case agent.Running:
@@ -483,6 +484,9 @@ func (u *ui) handle(m any) {
 				u.busySince = time.Now()
 			}
 		default:
+			if was == agent.Running && !u.busySince.IsZero() {
+				u.notify(time.Since(u.busySince), false)
+			}
 			u.busySince = time.Time{}
 			u.restorePending()
 		}
@@ -497,6 +501,9 @@ func (u *ui) handle(m any) {
 			u.closeView() // a question is never hidden behind the view
 		}
 		u.approvals = append(u.approvals, m.a)
+		if len(u.approvals) == 1 && !u.busySince.IsZero() {
+			u.notify(time.Since(u.busySince), true)
+		}
 		if len(u.approvals) == 1 {
 			u.holdAnswers()
 		}
