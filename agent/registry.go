@@ -37,6 +37,15 @@ type Loader interface {
 	Load(ctx context.Context, id session.ID) (session.Header, []session.Event, error)
 }
 
+// Resumer is a [Loader] that resumes from a snapshot of the derived state
+// plus the events after it, falling back to a replay of the whole log (the
+// persistence coordinator, [store.Coordinator.Resume]): it loads, and
+// calls build with the options of the session to resume, which the
+// factory makes. A factory uses it when the installed loader has it.
+type Resumer interface {
+	Resume(ctx context.Context, id session.ID, build func(session.Options) (*session.Session, error)) (*session.Session, error)
+}
+
 // Registry tracks live agents and delegates creation to a factory.
 type Registry struct {
 	Hub *Hub

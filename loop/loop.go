@@ -135,16 +135,29 @@ func (l *Loop) Resume(ctx context.Context, opts agent.ResumeOptions) (*agent.Han
 	if err := l.d.Agents.CheckFree(opts.AgentID); err != nil {
 		return nil, err
 	}
-	h, events, err := ld.Load(ctx, opts.SessionID)
+	build := func(o session.Options) (*session.Session, error) {
+		if err := l.d.Agents.CheckFree(opts.AgentID); err != nil {
+			return nil, err
+		}
+		o.Clock = l.d.Now
+		return l.d.Sessions.Prepare(opts.SessionID, o)
+	}
+	var (
+		s   *session.Session
+		err error
+	)
+	if rs, ok := ld.(agent.Resumer); ok {
+		s, err = rs.Resume(ctx, opts.SessionID, build)
+	} else {
+		var h session.Header
+		var events []session.Event
+		if h, events, err = ld.Load(ctx, opts.SessionID); err == nil {
+			// The store parsed every event it read: no second pass.
+			s, err = build(session.Options{Header: h, Seed: events, Validated: true})
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loop: resuming %s: %w", opts.SessionID, err)
-	}
-	if err := l.d.Agents.CheckFree(opts.AgentID); err != nil {
-		return nil, err
-	}
-	s, err := l.d.Sessions.Prepare(opts.SessionID, session.Options{Header: h, Seed: events, Clock: l.d.Now})
-	if err != nil {
-		return nil, err
 	}
 	return l.start(ctx, opts.AgentID, opts.Options, s, agent.StartResume)
 }

@@ -14,6 +14,12 @@ import (
 // completed, and the intact rows before it are kept. keep is how many rows
 // are kept.
 func CommittedRows(events []session.Event, bad []bool) (keep int, err error) {
+	return CommittedRowsFrom(events, bad, 0)
+}
+
+// CommittedRowsFrom is [CommittedRows] for rows read from seq from on (the
+// part of a log after a snapshot): the row at index i must hold seq from+i.
+func CommittedRowsFrom(events []session.Event, bad []bool, from int64) (keep int, err error) {
 	lastTurnEnd := -1
 	for i := range events {
 		if !bad[i] && events[i].Type == session.TypeTurnEnd {
@@ -22,7 +28,7 @@ func CommittedRows(events []session.Event, bad []bool) (keep int, err error) {
 	}
 	for i := range events {
 		e := &events[i]
-		if !bad[i] && e.Seq == int64(i) {
+		if !bad[i] && e.Seq == from+int64(i) {
 			continue
 		}
 		if i > lastTurnEnd {
@@ -33,7 +39,7 @@ func CommittedRows(events []session.Event, bad []bool) (keep int, err error) {
 				Detail: fmt.Sprintf("unparsable committed event at seq %d", e.Seq)}
 		}
 		return 0, &CorruptError{Seq: e.Seq, Line: -1,
-			Detail: fmt.Sprintf("seq gap in committed region (expected %d, got %d)", i, e.Seq)}
+			Detail: fmt.Sprintf("seq gap in committed region (expected %d, got %d)", from+int64(i), e.Seq)}
 	}
 	return len(events), nil
 }

@@ -19,6 +19,15 @@ type Options struct {
 	// seed write that failed at adoption and will be retried by the next
 	// flush. Nil discards them.
 	Logf func(format string, args ...any)
+	// Warn receives what the user should hear about (a resume that could
+	// not use its snapshot and replayed the whole log); dsh sends it to
+	// stderr. Nil sends it to Logf.
+	Warn func(msg string)
+	// SnapshotMin is how long a log must be before a turn end writes a
+	// snapshot of it (see [Snapshots]): below it a replay costs less
+	// than a millisecond, and a snapshot would only cost a write per
+	// turn. 0 means 1024; negative, never.
+	SnapshotMin int
 }
 
 // Coordinator is the write path shared by every backend. It mirrors the live
@@ -50,10 +59,17 @@ type state struct {
 	cursor       int64 // next seq to store
 	materialized bool
 	owner        *session.Session // nil: created or loaded through the API
-	// stored is the stored log (len == cursor) while the state is
-	// ownerless, so a live session claiming it can be compared in full.
+	// stored is the stored log from seq base on (base+len == cursor)
+	// while the state is ownerless, so a live session claiming it can be
+	// compared in full.
 	stored []session.Event
-	info   Info
+	// base is 0, or the seq the log was read from after a snapshot that
+	// covers everything before it.
+	base int64
+	// snapped is how many events the newest snapshot stored (or found)
+	// covers.
+	snapped int64
+	info    Info
 }
 
 type initRec struct {
@@ -232,7 +248,9 @@ func (c *Coordinator) initFor(ctx context.Context, s *session.Session) error {
 	c.inits[s] = r
 	c.mu.Unlock()
 
-	seed := s.Events() // the snapshot the session started from
+	// What the session started from: its whole seed, or for one resumed
+	// from a snapshot the events after it.
+	seed := s.Since(s.Base())
 	r.err = c.adoptSerialized(ctx, s, seed)
 	c.mu.Lock()
 	switch {
@@ -301,6 +319,9 @@ func (c *Coordinator) adopt(ctx context.Context, s *session.Session, seed []sess
 			return nil
 		case st.owner == nil:
 			// Created or loaded through the API (a resume): claim it.
+			if st.base != s.Base() {
+				return fmt.Errorf("store: session %q was loaded from seq %d, the live session starts at %d (%w)", id, st.base, s.Base(), ErrCollision)
+			}
 			if st.meta.Cwd != h.Cwd {
 				return fmt.Errorf("store: session %q already persisted at a different cwd (persisted: %s, live: %s) (%w)",
 					id, cwdLabel(st.meta.Cwd), cwdLabel(h.Cwd), ErrCollision)
@@ -334,7 +355,7 @@ func (c *Coordinator) adopt(ctx context.Context, s *session.Session, seed []sess
 		if stored.Header.Version != session.FormatVersion {
 			return versionError(id, stored.Header.Version)
 		}
-		if !SeedCoversPrefix(seed, stored.Events) {
+		if base := s.Base(); base > int64(len(stored.Events)) || !SeedCoversPrefix(seed, stored.Events[base:]) {
 			return fmt.Errorf("store: session %q already has a persisted log on disk that does not match this live session (%w)", id, ErrCollision)
 		}
 		info := NewInfo(stored.Header, stored.Events)
@@ -437,6 +458,9 @@ func (c *Coordinator) drainLocked(ctx context.Context, s *session.Session) error
 	}
 	// What is stored can be read back: the session need not keep it.
 	s.Release(st.cursor)
+	if len(live) > 0 && c.snapshotDue(s, st, live) {
+		c.snapshot(ctx, s, st)
+	}
 	c.mu.Lock()
 	b := c.bufs[s]
 	k := 0
@@ -573,20 +597,8 @@ func (c *Coordinator) Load(ctx context.Context, id session.ID) (session.Header, 
 		return session.Header{}, nil, err
 	}
 	defer unlock()
-	if st := c.state(id); st != nil && st.owner != nil {
-		if c.sessions != nil {
-			if live, ok := c.sessions.Get(id); ok && live == st.owner {
-				return session.Header{}, nil, fmt.Errorf("store: cannot load %q: it is live in this process (%w)", id, ErrLive)
-			}
-		}
-		// The owner left the store (its agent was disposed): store what it
-		// still had pending, then reload.
-		if err := c.drainLocked(ctx, st.owner); err != nil {
-			return session.Header{}, nil, err
-		}
-		c.mu.Lock()
-		delete(c.bufs, st.owner)
-		c.mu.Unlock()
+	if err := c.dropOwner(ctx, id); err != nil {
+		return session.Header{}, nil, err
 	}
 	return c.loadCore(ctx, id)
 }

@@ -72,10 +72,13 @@ type Backend interface {
 // contiguous prefix of intact events.
 type Stored struct {
 	Header session.Header
-	// Events is the preserved prefix, seq == index. For a header of an
-	// unsupported version it is empty: the backend does not interpret the
-	// rest.
+	// Events is the preserved prefix, seq == From + index. For a header
+	// of an unsupported version it is empty: the backend does not
+	// interpret the rest.
 	Events []session.Event
+	// From is the seq of the first of Events: 0, except for the part of a
+	// log read after a snapshot ([Snapshots.LoadSnapshot]).
+	From int64
 	// Torn is non-nil when bytes or rows after Events must be cut before
 	// anything is appended (a write that never completed). Its value is
 	// opaque to the coordinator and handed back in [Repair.Torn].

@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +105,7 @@ func TestOpenPostgres(t *testing.T) {
 		t.Fatalf("migrate again: %q %v", msg, err)
 	}
 	// dsh doctor: the database answers, then it does not.
-	if f := findings(ctx, cfg, Where(cfg, o), b); len(f) != 1 || f[0].Severity != doctor.OK || !strings.Contains(f[0].Message, "schema version 1") {
+	if f := findings(ctx, cfg, Where(cfg, o), b); len(f) != 1 || f[0].Severity != doctor.OK || !strings.Contains(f[0].Message, fmt.Sprintf("schema version %d", postgres.SchemaVersion)) {
 		t.Fatalf("doctor: %+v", f)
 	}
 	_ = b.Close()

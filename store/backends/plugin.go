@@ -102,6 +102,11 @@ func Plugin(cfg Config) core.Plugin {
 		}
 		coord, err := store.Attach(scope, h.Sessions, backend, store.Options{Logf: func(f string, args ...any) {
 			h.Logger.Warn(fmt.Sprintf(f, args...))
+		}, Warn: func(msg string) {
+			h.Logger.Warn(msg)
+			if h.Site.Warn != nil {
+				h.Site.Warn(msg)
+			}
 		}})
 		if err != nil {
 			return err

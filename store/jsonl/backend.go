@@ -66,10 +66,12 @@ type handle struct {
 	f     *os.File // open for writing, once used
 	size  int64    // the committed size, when known
 	known bool
-	// offs[i] is the byte offset of the line of seq i in path, for the
-	// events this process read or wrote (nil when unknown, as after a
-	// repair); ReadRange seeks with it. Guarded by Backend.mu.
-	offs []int64
+	// offs[i] is the byte offset of the line of seq offsFrom+i in path,
+	// for the events this process read or wrote (nil when unknown, as
+	// after a repair); ReadRange seeks with it. offsFrom is 0 unless the
+	// session was loaded from a snapshot. Guarded by Backend.mu.
+	offs     []int64
+	offsFrom int64
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -356,7 +358,7 @@ func (b *Backend) load(id session.ID, p string) (*store.Stored, error) {
 	if h := b.handles[id]; h != nil && (h.path == "" || h.path == p) {
 		h.path = p
 		if st.Torn == nil {
-			h.offs = sc.offs
+			h.offs, h.offsFrom = sc.offs, 0
 		}
 	}
 	b.mu.Unlock()
@@ -524,7 +526,7 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	b.setPath(h, final)
 	h.size, h.known = size, true
 	b.mu.Lock()
-	h.offs = offs
+	h.offs, h.offsFrom = offs, 0
 	b.mu.Unlock()
 	b.idx.put(final, h.size, batch.Info)
 	return nil
@@ -577,7 +579,7 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 		return fmt.Errorf("jsonl: appending to %s: %w", p, err)
 	}
 	b.mu.Lock()
-	if h.offs != nil && len(events) > 0 && int64(len(h.offs)) == events[0].Seq {
+	if h.offs != nil && len(events) > 0 && h.offsFrom+int64(len(h.offs)) == events[0].Seq {
 		for _, o := range offs {
 			h.offs = append(h.offs, h.size+o)
 		}

@@ -29,8 +29,8 @@ func (b *Backend) ReadRange(ctx context.Context, id session.ID, from, to int64, 
 	start := int64(-1)
 	if h := b.handles[id]; h != nil && h.path != "" {
 		p = h.path
-		if from < int64(len(h.offs)) {
-			start = h.offs[from]
+		if i := from - h.offsFrom; i >= 0 && i < int64(len(h.offs)) {
+			start = h.offs[i]
 		}
 	}
 	b.mu.Unlock()

@@ -45,19 +45,44 @@ func scanLog(b []byte) (*scanned, error) {
 	if !valid {
 		return nil, &store.CorruptError{Line: 1, Seq: -1, Detail: "first line is not a session header"}
 	}
-	res := &scanned{header: h, committed: int64(nl + 1), size: int64(len(b))}
 	if h.Version != session.FormatVersion {
-		return res, nil
+		return &scanned{header: h, committed: int64(nl + 1), size: int64(len(b))}, nil
 	}
+	sc, err := scanEvents(b, nl+1, 0, 2)
+	if err != nil {
+		return nil, err
+	}
+	sc.header, sc.size = h, int64(len(b))
+	return sc, nil
+}
+
+// scanEvents parses the event lines of b from offset pos on, the first of
+// which must have seq first, with the rules of [scanLog]. line is the
+// 1-based file line of the one at pos, for error messages (0: unknown, as
+// when pos is somewhere in the middle of a log). Offsets are into b.
+func scanEvents(b []byte, pos int, first int64, line int) (*scanned, error) {
+	res := &scanned{committed: int64(pos), size: int64(len(b))}
 	// One pass: keep events while every line is intact and in sequence.
 	// After the first bad line, keep reading only to learn whether an
 	// intact turn/end follows it: then the bad line is in the committed
 	// region (corruption), else it starts the torn tail.
-	events := make([]session.Event, 0, bytes.Count(b[nl+1:], []byte{'\n'}))
+	events := make([]session.Event, 0, bytes.Count(b[pos:], []byte{'\n'}))
 	res.offs = make([]int64, 0, cap(events))
 	var bad *store.CorruptError // the first bad line, while undecided
+	lineOf := func(i int) int {
+		if line == 0 {
+			return 0
+		}
+		return line + i
+	}
+	where := func(i int, start int) string {
+		if line == 0 {
+			return fmt.Sprintf("at byte %d", start)
+		}
+		return fmt.Sprintf("at line %d", line+i)
+	}
 	i := 0
-	for pos := nl + 1; pos < len(b); i++ {
+	for pos < len(b) {
 		k := bytes.IndexByte(b[pos:], '\n')
 		if k < 0 {
 			break
@@ -65,21 +90,24 @@ func scanLog(b []byte) (*scanned, error) {
 		e, ok := eventjson.Parse(b[pos : pos+k])
 		start := pos
 		pos += k + 1
+		want := first + int64(i)
 		if bad == nil {
-			if ok && e.Seq == int64(i) {
+			if ok && e.Seq == want {
 				events = append(events, e)
 				res.offs = append(res.offs, int64(start))
 				res.committed = int64(pos)
+				i++
 				continue
 			}
 			if !ok {
-				bad = &store.CorruptError{Line: i + 2, Seq: -1,
-					Detail: fmt.Sprintf("unparsable committed event at line %d", i+2)}
+				bad = &store.CorruptError{Line: lineOf(i), Seq: -1,
+					Detail: fmt.Sprintf("unparsable committed event %s", where(i, start))}
 			} else {
-				bad = &store.CorruptError{Line: i + 2, Seq: e.Seq,
-					Detail: fmt.Sprintf("seq gap in committed region at line %d (expected %d, got %d)", i+2, i, e.Seq)}
+				bad = &store.CorruptError{Line: lineOf(i), Seq: e.Seq,
+					Detail: fmt.Sprintf("seq gap in committed region %s (expected %d, got %d)", where(i, start), want, e.Seq)}
 			}
 		}
+		i++
 		if ok && e.Type == session.TypeTurnEnd {
 			return nil, bad
 		}

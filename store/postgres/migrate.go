@@ -115,6 +115,19 @@ BEGIN
 END
 $fn$;
 `,
+}, {
+	version:     2,
+	description: "snapshots: each session's newest snapshot of its derived state",
+	sql: `
+-- One row per session: its newest snapshot (derived data; the events stay
+-- the truth). Written only by the holder of the session's lease.
+CREATE TABLE snapshots(
+	session_id text COLLATE "C" PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+	covers bigint NOT NULL,
+	summary jsonb NOT NULL,
+	data bytea NOT NULL
+);
+`,
 }}
 
 // SchemaVersion is the schema version this build reads and writes.

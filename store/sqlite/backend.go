@@ -198,9 +198,15 @@ func (b *Backend) initSchema() error {
 		}
 		switch v {
 		case SchemaVersion:
+			// A database made before snapshots gains their table: it
+			// holds derived data only, so older builds that ignore it
+			// lose nothing.
+			if _, err := c.ExecContext(ctx, snapshotSchema); err != nil {
+				return fmt.Errorf("sqlite: creating the snapshots table in %s: %w", b.path, err)
+			}
 			return nil
 		case 0:
-			if _, err := c.ExecContext(ctx, schema); err != nil {
+			if _, err := c.ExecContext(ctx, schema+snapshotSchema); err != nil {
 				return fmt.Errorf("sqlite: creating the schema in %s: %w", b.path, err)
 			}
 			_, err := c.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(SchemaVersion))

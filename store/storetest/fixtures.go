@@ -246,3 +246,28 @@ func (f *Faulty) ReadRange(ctx context.Context, id session.ID, from, to int64, f
 	}
 	return sr.ReadRange(ctx, id, from, to, fn)
 }
+
+// PutSnapshot fails when armed, else writes through the wrapped backend.
+func (f *Faulty) PutSnapshot(ctx context.Context, id session.ID, snap store.StoredSnapshot) error {
+	if err := f.take("PutSnapshot"); err != nil {
+		return err
+	}
+	sb, ok := f.Backend.(store.Snapshots)
+	if !ok {
+		return fmt.Errorf("storetest: %s does not implement store.Snapshots", f.Backend.Name())
+	}
+	return sb.PutSnapshot(ctx, id, snap)
+}
+
+// LoadSnapshot fails when armed, else reads through the wrapped backend
+// (nothing, for a backend without snapshots).
+func (f *Faulty) LoadSnapshot(ctx context.Context, id session.ID) (*store.StoredSnapshot, *store.Stored, error) {
+	if err := f.take("LoadSnapshot"); err != nil {
+		return nil, nil, err
+	}
+	sb, ok := f.Backend.(store.Snapshots)
+	if !ok {
+		return nil, nil, nil
+	}
+	return sb.LoadSnapshot(ctx, id)
+}

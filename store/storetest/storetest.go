@@ -34,6 +34,10 @@ type Factory struct {
 	// Corrupt damages the committed region of id's log (optional). The
 	// returned text must appear in the load error.
 	Corrupt func(t testing.TB, dir string, id session.ID) string
+	// NoSnapshots says the backend does not implement [store.Snapshots]:
+	// the snapshot cases are then skipped, each saying so. Without it a
+	// backend lacking snapshots fails them.
+	NoSnapshots bool
 }
 
 type env struct {
@@ -195,6 +199,15 @@ func lastReason(t testing.TB, evs []session.Event) string {
 func Run(t *testing.T, f Factory) {
 	for _, c := range contractCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(newEnv(t, f))
+		})
+	}
+	for _, c := range snapshotCases {
+		t.Run(c.name, func(t *testing.T) {
+			if f.NoSnapshots {
+				t.Skip("this backend keeps no snapshots (store.Snapshots): every resume of it replays the whole log")
+			}
 			t.Parallel()
 			c.fn(newEnv(t, f))
 		})
