@@ -79,10 +79,6 @@ func (c *Coordinator) snapshot(ctx context.Context, s *session.Session, st *stat
 	st.snapped = sn.Covers()
 }
 
-// Build makes the live session a resume starts from the options
-// [Coordinator.Resume] gives it (the agent loop's session constructor).
-type Build func(session.Options) (*session.Session, error)
-
 // Resume loads a stored session for resuming it and has build make the
 // live session: from the newest snapshot and the events after it when the
 // backend keeps snapshots ([Snapshots]) and the snapshot holds, else from
@@ -93,7 +89,7 @@ type Build func(session.Options) (*session.Session, error)
 // Options.Warn, and the whole log is replayed. The options build gets say
 // the payloads were validated (the store parsed every event it read).
 // Crash repair is the same as Load's.
-func (c *Coordinator) Resume(ctx context.Context, id session.ID, build Build) (*session.Session, error) {
+func (c *Coordinator) Resume(ctx context.Context, id session.ID, build func(session.Options) (*session.Session, error)) (*session.Session, error) {
 	if c.isClosed() {
 		return nil, fmt.Errorf("store: %w", ErrClosed)
 	}
@@ -122,12 +118,12 @@ func (c *Coordinator) Resume(ctx context.Context, id session.ID, build Build) (*
 	}
 	switch {
 	case why != "":
-		c.warn("dsh: session %s: %s; replayed all %d events", id, why, len(events))
+		c.warn("session %s: %s; replayed all %d events", id, why, len(events))
 	case int64(len(events)) >= c.snapshotMin() && c.snapshotMin() > 0:
 		if _, ok := c.backend.(Snapshots); ok {
-			c.warn("dsh: session %s has no snapshot; replayed all %d events (one is written at the next turn end)", id, len(events))
+			c.warn("session %s has no snapshot; replayed all %d events (one is written at the next turn end)", id, len(events))
 		} else {
-			c.warn("dsh: session %s: the %s store keeps no snapshots; replayed all %d events", id, c.backend.Name(), len(events))
+			c.warn("session %s: the %s store keeps no snapshots; replayed all %d events", id, c.backend.Name(), len(events))
 		}
 	}
 	return build(session.Options{Header: h, Seed: events, Validated: true})
@@ -157,7 +153,7 @@ func (c *Coordinator) dropOwner(ctx context.Context, id session.ID) error {
 // resumeSnapshot is Resume from the newest snapshot. It returns the
 // session, or the reason to replay instead ("" when there is no snapshot),
 // or an error that replaying cannot mend. The id lock is held.
-func (c *Coordinator) resumeSnapshot(ctx context.Context, sb Snapshots, id session.ID, build Build) (*session.Session, string, error) {
+func (c *Coordinator) resumeSnapshot(ctx context.Context, sb Snapshots, id session.ID, build func(session.Options) (*session.Session, error)) (*session.Session, string, error) {
 	if err := c.backend.Lock(ctx, id); err != nil {
 		c.unlockIfUntracked(id)
 		return nil, "", err

@@ -77,6 +77,11 @@ func (e *openError) Unwrap() []error { return []error{ErrOpen, e.err} }
 // can record nothing more, and the new holder closes its turn as
 // interrupted. The [*LostLeases] provided say which sessions were lost.
 // What the store reports with no caller to return to (an outage and its
+// The agent loop finds the coordinator's Resume through agent.Resumer: a
+// signature that drifted from it would silently turn every resume into a
+// replay.
+var _ agent.Resumer = (*store.Coordinator)(nil)
+
 // retries, a lost lease) is logged and shown through the site's Warn.
 func Plugin(cfg Config) core.Plugin {
 	return func(ctx context.Context, h *core.Host, scope *kernel.Scope) error {
