@@ -38,6 +38,17 @@ type PreStep struct {
 	SystemPrompt string
 }
 
+// Overflow is a step's model call that the provider refused as too long
+// for the model's context window (llm.CodeContextTooLong) before any of
+// its answer arrived. A listener that shortened the history (compaction)
+// answers true, and the step asks the model once more with the history as
+// it is now; false (the default) ends the turn with the refusal.
+type Overflow struct {
+	StepInfo
+	SystemPrompt string
+	Err          error
+}
+
 // PromptInput is one queued prompt offered to prompt-submit listeners.
 type PromptInput struct {
 	Agent   Agent
@@ -93,6 +104,7 @@ type Hub struct {
 	Queued       *kernel.Signal[Queued]
 	SessionStart *kernel.Signal[SessionStart]
 	PreStep      *kernel.Serial[PreStep]
+	Overflow     *kernel.Chain[Overflow, bool]
 	PromptSubmit *kernel.Chain[PromptInput, PromptDecision]
 	Request      *kernel.Chain[RequestInput, *llm.Request]
 	StepResult   *kernel.Chain[StepResult, llm.Message]
@@ -110,6 +122,7 @@ func NewHub() *Hub {
 		Queued:       kernel.NewSignal[Queued]("agent/queued"),
 		SessionStart: kernel.NewSignal[SessionStart]("agent/session-start"),
 		PreStep:      kernel.NewSerial[PreStep]("agent/pre-step"),
+		Overflow:     kernel.NewChain[Overflow, bool]("agent/context-overflow"),
 		PromptSubmit: kernel.NewChain[PromptInput, PromptDecision]("agent/prompt-submit"),
 		Request:      kernel.NewChain[RequestInput, *llm.Request]("agent/request"),
 		StepResult:   kernel.NewChain[StepResult, llm.Message]("agent/step-result"),

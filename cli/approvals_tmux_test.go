@@ -31,6 +31,10 @@ type promptStep struct {
 	call, text string
 	// hold keeps the stream open after text until the request is cancelled.
 	hold bool
+	// tooLong refuses the request as too long for the context window
+	// (HTTP 400, context_length_exceeded, as OpenAI answers) until the
+	// history holds a compaction's checkpoint, or always with tooLongAlways.
+	tooLong, tooLongAlways bool
 }
 
 type chatMessage struct {
@@ -98,6 +102,12 @@ func (m *promptModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			step = &m.script[i]
 			break
 		}
+	}
+	if step != nil && lastRole == "user" && (step.tooLongAlways || step.tooLong && !strings.Contains(string(b), "compacted-summary")) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)
+		return
 	}
 	switch {
 	case lastRole == "tool" || step == nil:

@@ -185,8 +185,13 @@ func New(cfg Config, svc *llm.Service, hub *agent.Hub, log *slog.Logger) *Compac
 		Done:          kernel.NewSignal[Outcome]("compact/done")}
 }
 
-// Install runs compaction before every step, for the life of scope.
+// Install runs compaction before every step, and once when the provider
+// refuses a step's request as too long for the context window, for the
+// life of scope.
 func (c *Compactor) Install(scope *kernel.Scope) error {
+	if err := scope.Add(c.hub.Overflow.Use(c.overflow, kernel.Named("compact"))); err != nil {
+		return err
+	}
 	return scope.Add(c.hub.PreStep.Use(func(ctx context.Context, ps agent.PreStep) error {
 		c.mu.Lock()
 		focus, forced := c.forced[ps.Agent.ID()]
@@ -205,6 +210,26 @@ func (c *Compactor) Install(scope *kernel.Scope) error {
 		}
 		return nil
 	}, kernel.Named("compact")))
+}
+
+// overflow compacts a history the provider refused as too long, whatever
+// the estimate said (the estimate is a guess; the refusal is not), keeping
+// less of it verbatim as /compact does, and asks for the step to be tried
+// again when that made the history shorter. Manual configuration leaves it
+// to the user: the refusal stands.
+func (c *Compactor) overflow(ctx context.Context, o agent.Overflow, next kernel.Next[agent.Overflow, bool]) (bool, error) {
+	if c.cfg.Manual {
+		return next(ctx, o)
+	}
+	out, err := c.run(ctx, o.Agent, o.Turn, o.Step, o.SystemPrompt, "auto", "", true)
+	if err != nil {
+		c.log.Warn("compaction after a context-too-long refusal failed", "agent", o.Agent.ID(), "err", err)
+		return next(ctx, o)
+	}
+	if out.Summarized || out.After < out.Before {
+		return true, nil
+	}
+	return next(ctx, o)
 }
 
 // log is how compaction records its events: its token may write compact/*
@@ -315,7 +340,7 @@ func (c *Compactor) run(ctx context.Context, a agent.Agent, turn, step int, syst
 		c.log.Info("compact: summarization deferred after failed attempts", "agent", a.ID(), "estimate", now, "window", cfg.ContextWindow)
 		return finish(nil)
 	}
-	shadowed, err := c.summarize(ctx, a, turn, step, cfg, focus)
+	shadowed, err := c.summarize(ctx, a, turn, step, cfg, focus, forced)
 	if err == nil {
 		out.Summarized, out.Shadowed = true, shadowed
 	}
@@ -467,6 +492,26 @@ func retainFrom(nodes []node, budget int) (int, error) {
 	return keep, nil
 }
 
+// retainBudget is how many tokens of recent history a summary keeps
+// verbatim. Automatic compaction keeps RetainTokens (a quarter of the
+// window by default), so a history it summarizes is always at least that
+// long. An explicit request (/compact, or the provider refusing the
+// request as too long) keeps less when the whole history is smaller than
+// four times that: a quarter of it. Otherwise /compact on a 10-turn,
+// 18k-token session retained all of it and refused with "nothing old
+// enough to summarize" (the latest prompt still stays verbatim: the
+// checkpoint carries it).
+func retainBudget(nodes []node, cfg Config, forced bool) int {
+	if !forced {
+		return cfg.RetainTokens
+	}
+	total := 0
+	for _, n := range nodes {
+		total += n.tokens
+	}
+	return max(1, min(cfg.RetainTokens, total/4))
+}
+
 // prune shortens bulky tool results outside the retained tail.
 func (c *Compactor) prune(ctx context.Context, s *session.Session, turn int, cfg Config) (int, error) {
 	nodes, err := surface(s)
@@ -583,13 +628,13 @@ func cutUTF8(s string, n int, head bool) string {
 }
 
 // summarize replaces the head-anchored older span with one summary.
-func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int, cfg Config, focus string) (Range, error) {
+func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int, cfg Config, focus string, forced bool) (Range, error) {
 	s := a.Session()
 	nodes, err := surface(s)
 	if err != nil {
 		return Range{}, err
 	}
-	keep, err := retainFrom(nodes, cfg.RetainTokens)
+	keep, err := retainFrom(nodes, retainBudget(nodes, cfg, forced))
 	if err != nil {
 		return Range{}, err
 	}
@@ -598,6 +643,16 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 	if len(nodes) > 0 && nodes[0].Type == session.TypeUserMessage {
 		if ev, ok := s.Event(nodes[0].Seq); ok && !isCheckpoint(ev) {
 			first = 1
+		}
+	}
+	if forced {
+		// A smaller tail than usual starts at a prompt where one is near,
+		// so no answer is kept without the question it answers.
+		for i := min(keep, len(nodes)-1); i > first; i-- {
+			if nodes[i].Type == session.TypeUserMessage {
+				keep = i
+				break
+			}
 		}
 	}
 	if keep-first < 1 {

@@ -3,6 +3,7 @@ package compact_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -312,5 +313,153 @@ func TestManualCompact(t *testing.T) {
 	ts, _ := a.Session().Last(session.TypeTurnStart)
 	if !strings.Contains(string(ts.Data), `"compact"`) {
 		t.Fatalf("compaction turn %s", ts.Data)
+	}
+}
+
+// /compact works on a short session: ten turns of about 18k tokens in all,
+// far under the default retained quarter of a 128k window, are summarized
+// down to the latest part (it used to refuse with "nothing old enough to
+// summarize"); the newest prompt stays verbatim. A session of one turn
+// still has nothing to summarize.
+func TestManualCompactShortSession(t *testing.T) {
+	answer := strings.Repeat("a paragraph of the answer with several words in it. ", 140) // ~1,800 tokens
+	var summaries atomic.Int32
+	m := scripted.New(scripted.Entry{Fn: func(r *llm.Request) []llm.Chunk {
+		if strings.Contains(r.System, "checkpoint that replaces it") {
+			summaries.Add(1)
+			return scripted.TextChunks("## Goal\n- answer the questions\n## Next step\n- wait for the user", llm.FinishStop)
+		}
+		// Usage as a provider reports it: the prompt's size, the answer's.
+		return []llm.Chunk{llm.StartChunk(0, llm.BlockText), llm.TextChunk(0, answer), llm.EndChunk(0, llm.Text(answer)),
+			llm.UsageChunk(llm.Usage{InputTokens: reqTokens(r), OutputTokens: len(answer) / 4}), llm.FinishChunk(llm.FinishStop)}
+	}})
+	m.Loop, m.NoRecord = true, true
+	h, err := core.New(core.Options{Invariants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if _, err := h.LLM.RegisterModels([]string{"mock"}, m); err != nil {
+		t.Fatal(err)
+	}
+	c := compact.New(compact.Config{ContextWindow: 128_000, Manual: true}, h.LLM, h.Agents.Hub, nil)
+	if err := c.Install(h.Scope); err != nil {
+		t.Fatal(err)
+	}
+	create := func(id agent.ID) agent.Agent {
+		hd, err := h.Agents.Create(context.Background(), agent.CreateOptions{AgentID: id, Options: agent.Options{Model: "mock"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hd.Agent
+	}
+
+	one := create("one")
+	runTurn(t, one, "the only question")
+	if _, err := c.Compact(context.Background(), one, ""); err == nil || !strings.Contains(err.Error(), "nothing old enough") {
+		t.Fatalf("a one-turn session compacted: %v", err)
+	}
+
+	a := create("ten")
+	for i := range 10 {
+		runTurn(t, a, fmt.Sprintf("question %d", i))
+	}
+	before, _ := compact.Estimate(a.Session(), "")
+	if before < 15_000 || before > 22_000 {
+		t.Fatalf("the session is %d tokens; the test wants about 18k", before)
+	}
+	out, err := c.Compact(context.Background(), a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Summarized || out.After > before/2 || summaries.Load() != 1 {
+		t.Fatalf("outcome %+v from %d tokens, %d summaries", out, before, summaries.Load())
+	}
+	msgs, _ := a.Session().Messages()
+	// The retained tail starts with a prompt: no answer without its question.
+	if len(msgs) < 4 || msgs[2].Role != llm.RoleUser {
+		t.Fatalf("history after compaction: %.600s", norm(msgs))
+	}
+	all := norm(msgs)
+	if !strings.Contains(all, "compacted-summary") || !strings.Contains(all, "question 9") || strings.Contains(all, "question 3") {
+		t.Fatalf("history after compaction:\n%s", all)
+	}
+	if err := invariants.CheckLog(a.Session().Events()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A provider that refuses a step's request as too long for the context
+// window (whatever the estimate said) gets one compaction and the same
+// step asked again: the turn completes with the answer to the retry. A
+// provider that refuses again ends the turn with its refusal after that
+// one compaction, and manual compaction leaves the refusal to the user.
+func TestOverflowCompactsOnceAndRetries(t *testing.T) {
+	answer := strings.Repeat("a paragraph of the answer with several words in it. ", 140)
+	text := func(s string) scripted.Entry {
+		return scripted.Entry{Chunks: []llm.Chunk{llm.StartChunk(0, llm.BlockText), llm.TextChunk(0, s), llm.EndChunk(0, llm.Text(s)),
+			llm.UsageChunk(llm.Usage{InputTokens: 100, OutputTokens: len(s) / 4}), llm.FinishChunk(llm.FinishStop)}}
+	}
+	refuse := scripted.Entry{Err: &llm.Error{Name: "LlmError", Code: llm.CodeContextTooLong, Message: "prompt is too long: 140000 tokens > 128000 maximum"}}
+	summary := text("## Goal\n- answer the questions\n## Next step\n- answer the last one")
+	cases := map[string]struct {
+		manual      bool
+		after       []scripted.Entry // the script after three answered turns
+		compactions int
+		end         string // the last turn's end reason
+	}{
+		"retried":        {after: []scripted.Entry{refuse, summary, text("the answer after compaction")}, compactions: 1, end: session.EndCompleted},
+		"refused again":  {after: []scripted.Entry{refuse, summary, refuse}, compactions: 1, end: session.EndError},
+		"manual refused": {manual: true, after: []scripted.Entry{refuse}, compactions: 0, end: session.EndError},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			script := []scripted.Entry{text(answer), text(answer), text(answer)}
+			m := scripted.New(append(script, tc.after...)...)
+			m.NoRecord = true
+			h, err := core.New(core.Options{Invariants: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close(context.Background())
+			if _, err := h.LLM.RegisterModels([]string{"mock"}, m); err != nil {
+				t.Fatal(err)
+			}
+			c := compact.New(compact.Config{ContextWindow: 128_000, Manual: tc.manual}, h.LLM, h.Agents.Hub, nil)
+			if err := c.Install(h.Scope); err != nil {
+				t.Fatal(err)
+			}
+			hd, err := h.Agents.Create(context.Background(), agent.CreateOptions{AgentID: "a", Options: agent.Options{Model: "mock"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := hd.Agent
+			for i := range 4 {
+				runTurn(t, a, fmt.Sprintf("question %d", i))
+			}
+			s := a.Session()
+			end, _ := s.Last(session.TypeTurnEnd)
+			te, _ := session.Decode[session.TurnEnd](end)
+			starts := 0
+			for _, e := range s.Events() {
+				if e.Type == compact.TypeStart {
+					starts++
+				}
+			}
+			if te.Reason.Kind != tc.end || starts != tc.compactions {
+				t.Fatalf("turn ended %+v after %d compactions; want %s after %d", te.Reason, starts, tc.end, tc.compactions)
+			}
+			if tc.end == session.EndError && te.Reason.Code != llm.CodeContextTooLong {
+				t.Fatalf("the refusal is not the turn's error: %+v", te.Reason)
+			}
+			msgs, _ := s.Messages()
+			last := llm.TextOf(msgs[len(msgs)-1].Content)
+			if tc.end == session.EndCompleted && (last != "the answer after compaction" || !strings.Contains(norm(msgs), "compacted-summary")) {
+				t.Fatalf("history after the retry: %.400s … %q", norm(msgs), last)
+			}
+			if err := invariants.CheckLog(s.Events()); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -38,6 +38,13 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 		return stepOutcome{}, err
 	}
 	out, err := a.stream(ctx, t, req)
+	if err != nil && a.overflowed(ctx, info, system, out, err) {
+		// The history was shortened: ask once more, with it as it is now.
+		if req, err = a.request(ctx, info, asm, system); err != nil {
+			return stepOutcome{}, err
+		}
+		out, err = a.stream(ctx, t, req)
+	}
 	if err != nil {
 		if ctx.Err() != nil && !a.isDisposed() {
 			// Interrupted mid-answer: what the user saw stays in the
@@ -57,6 +64,24 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 		return stepOutcome{}, err
 	}
 	return stepOutcome{hadToolCalls: len(calls) > 0, finish: out.finish}, nil
+}
+
+// overflowed reports whether a model call that failed should be made once
+// more: the provider refused it as too long for the context window before
+// any of its answer was recorded, and an agent/context-overflow listener
+// (compaction) shortened the history. A listener's failure keeps the
+// provider's refusal as the step's error.
+func (a *loopAgent) overflowed(ctx context.Context, info agent.StepInfo, system string, out streamed, err error) bool {
+	if ctx.Err() != nil || len(out.seqs) > 0 || llm.CodeOf(err) != llm.CodeContextTooLong {
+		return false
+	}
+	retry, lerr := a.l.d.Agents.Hub.Overflow.Run(ctx, agent.Overflow{StepInfo: info, SystemPrompt: system, Err: err},
+		func(context.Context, agent.Overflow) (bool, error) { return false, nil })
+	if lerr != nil {
+		a.l.d.Logger.Warn("agent/context-overflow listener failed", "agent", a.id, "turn", info.Turn, "step", info.Step, "err", lerr)
+		return false
+	}
+	return retry && ctx.Err() == nil
 }
 
 // request builds the step's model request from the derived history, the
@@ -100,19 +125,21 @@ func (a *loopAgent) stream(ctx context.Context, t *turnState, req *llm.Request) 
 			if ctx.Err() != nil {
 				return streamed{msg: partialText(&as), seqs: seqs}, context.Cause(ctx)
 			}
+			// A failed stream still says which chunks it recorded (an
+			// overflow is retried only when none was).
 			if serr != nil {
-				return streamed{}, serr
+				return streamed{seqs: seqs}, serr
 			}
 			if finished {
-				return streamed{}, errChunkAfterFinish
+				return streamed{seqs: seqs}, errChunkAfterFinish
 			}
 			ev, err := a.log.AppendChunk(t.bg, t.turn, t.step, c)
 			if err != nil {
-				return streamed{}, err
+				return streamed{seqs: seqs}, err
 			}
 			seqs = append(seqs, ev.Seq)
 			if _, _, err := as.Push(c); err != nil {
-				return streamed{}, err
+				return streamed{seqs: seqs}, err
 			}
 			finished = c.Type == llm.ChunkFinish
 		}
@@ -123,9 +150,9 @@ func (a *loopAgent) stream(ctx context.Context, t *turnState, req *llm.Request) 
 	fin := as.Finish()
 	switch fin.Kind {
 	case llm.FinishError:
-		return streamed{}, &llm.Error{Name: "LlmError", Code: fin.Code, Message: fin.Message}
+		return streamed{seqs: seqs}, &llm.Error{Name: "LlmError", Code: fin.Code, Message: fin.Message}
 	case llm.FinishAborted:
-		return streamed{}, &llm.Error{Name: "LlmError", Code: llm.CodeAborted, Message: "model stream aborted"}
+		return streamed{seqs: seqs}, &llm.Error{Name: "LlmError", Code: llm.CodeAborted, Message: "model stream aborted"}
 	}
 	msg, err := as.Message()
 	if err != nil {

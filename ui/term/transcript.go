@@ -599,6 +599,11 @@ func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
 			msg += " (" + r.Code + ")"
 		}
 		lines = append(lines, t.st.Err(msg))
+		if r.Code == llm.CodeContextTooLong {
+			// Compaction already had its one try (or is manual): say what
+			// the user can do about it.
+			lines = append(lines, t.st.Dim("  too long for the context window: /compact [focus] summarizes it, /clear starts over, /model picks another"))
+		}
 	case session.EndRejected:
 		lines = append(lines, t.st.Warn("✗ Rejected: "+r.Reason))
 	case session.EndMaxTokens:
