@@ -69,20 +69,25 @@ func (s *Session) Release(durable int64) int {
 			continue // slimmed against the surface when its segment goes
 		}
 		if j != k {
-			seg, k = append([]Event(nil), s.segs[j]...), j
-			s.segs[j] = seg
+			if k >= 0 {
+				s.segs[k] = pack(seg)
+			}
+			seg, k = s.segs[j].events(), j
 		}
 		if e := &seg[(int(seq)-s.base)%segmentSize]; releasable(*e) {
 			e.Data, e.back = nil, s
 		}
 	}
+	if k >= 0 {
+		s.segs[k] = pack(seg)
+	}
 	s.der.dropped = s.der.dropped[:0]
 	for k := s.released; k < len(s.segs)-1; k++ {
 		seg := s.segs[k]
-		if len(seg) < segmentSize || int64(s.base+(k+1)*segmentSize) > limit {
+		if seg.len() < segmentSize || int64(s.base+(k+1)*segmentSize) > limit {
 			break
 		}
-		s.segs[k] = slim(s, seg, surface())
+		s.segs[k] = pack(slim(s, seg.ev, surface()))
 		s.released = k + 1
 	}
 	return s.base + s.released*segmentSize
@@ -151,7 +156,7 @@ func (s *Session) Range(ctx context.Context, from, to int64, fn func(Event) erro
 	s.mu.Lock()
 	from = max(from, 0)
 	to = min(to, int64(s.n))
-	segs := append([][]Event(nil), s.segs...)
+	segs := append([]segment(nil), s.segs...)
 	base := s.base
 	released := int64(base + s.released*segmentSize)
 	reader := s.reader

@@ -41,7 +41,7 @@ type Session struct {
 	// segment but the last is full, and a segment's backing array is never
 	// reallocated, so views handed out stay valid while the log grows and
 	// no append ever copies the log. n is the number of events.
-	segs [][]Event
+	segs []segment
 	n    int
 	// base is the seq of the first event segs holds. It is 0 unless the
 	// session was resumed from a snapshot: then the events before it are
@@ -170,10 +170,10 @@ const segmentSize = 256
 // push adds e at the end of the log; callers hold s.mu (or own s).
 func (s *Session) push(e Event) {
 	if (s.n-s.base)%segmentSize == 0 {
-		s.segs = append(s.segs, make([]Event, 0, segmentSize))
+		s.segs = append(s.segs, segment{ev: make([]Event, 0, segmentSize)})
 	}
 	last := len(s.segs) - 1
-	s.segs[last] = append(s.segs[last], e)
+	s.segs[last].ev = append(s.segs[last].ev, e)
 	s.n++
 }
 
@@ -182,9 +182,9 @@ func (s *Session) push(e Event) {
 func (s *Session) at(seq int) Event { return segAt(s.segs, s.base, seq) }
 
 // segAt returns the event at seq of segments whose first event is base.
-func segAt(segs [][]Event, base, seq int) Event {
+func segAt(segs []segment, base, seq int) Event {
 	i := seq - base
-	return segs[i/segmentSize][i%segmentSize]
+	return segs[i/segmentSize].at(i % segmentSize)
 }
 
 // keptAt returns the kept event at seq (seq < base); callers hold s.mu.
@@ -240,7 +240,7 @@ func (s *Session) Events() []Event {
 	out := make([]Event, 0, len(s.kept)+s.n-s.base)
 	out = append(out, s.kept...)
 	for _, seg := range s.segs {
-		out = append(out, seg...)
+		out = seg.appendFrom(out, 0)
 	}
 	return out
 }
@@ -266,9 +266,9 @@ func (s *Session) Since(from int64) []Event {
 		out = make([]Event, 0, int64(s.n)-from)
 	}
 	for i := int(from) - s.base; i < s.n-s.base; {
-		seg := s.segs[i/segmentSize][i%segmentSize:]
-		out = append(out, seg...)
-		i += len(seg)
+		seg, j := s.segs[i/segmentSize], i%segmentSize
+		out = seg.appendFrom(out, j)
+		i += seg.len() - j
 	}
 	return out
 }
@@ -280,7 +280,7 @@ func (s *Session) Backward(before int64, fn func(Event) bool) {
 	if before > int64(s.n) {
 		before = int64(s.n)
 	}
-	segs := append([][]Event(nil), s.segs...)
+	segs := append([]segment(nil), s.segs...)
 	base, kept := s.base, s.kept
 	s.mu.Unlock()
 	for i := int(before) - 1; i >= base; i-- {
@@ -302,7 +302,7 @@ func (s *Session) Backward(before int64, fn func(Event) bool) {
 func (s *Session) Scan(from int64) iter.Seq[Event] {
 	s.mu.Lock()
 	n := int64(s.n)
-	segs := append([][]Event(nil), s.segs...)
+	segs := append([]segment(nil), s.segs...)
 	base := s.base
 	kept := s.keptFrom(from)
 	s.mu.Unlock()

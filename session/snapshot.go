@@ -126,8 +126,8 @@ func (s *Session) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	for _, seg := range s.segs {
-		for _, e := range seg {
-			if want(e) {
+		for i := range seg.len() {
+			if e := seg.at(i); want(e) {
 				sn.kept = append(sn.kept, e)
 			}
 		}

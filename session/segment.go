@@ -1,0 +1,118 @@
+package session
+
+import "slices"
+
+// segment is segmentSize consecutive events of the log. A segment still
+// written to, or whose payloads are still held, keeps its events as they
+// are; once released, events that kept nothing but their type and time
+// (streamed chunks above all, and results taken off the surface) are
+// packed into 9 bytes each instead of a whole Event (over 100), because a
+// long session has millions of them and no reader needs more of them in
+// memory: their payloads come back from the store like any released one.
+// A segment is never changed once handed to a reader: Release replaces it.
+type segment struct {
+	ev []Event  // the events, unless packed
+	pk *packing // the packed form of a released segment
+}
+
+// packing holds a released segment: for each event, the index of its type
+// in types and its time; events that hold more (a payload kept in memory,
+// a surface op, sources) stay whole in full, by index.
+type packing struct {
+	first int64 // seq of the segment's first event
+	back  *Session
+	types []string
+	kind  []uint8 // whole: the event is in full, at its index's position in at
+	time  []int64
+	at    []uint8 // indexes of the events kept whole, ascending
+	full  []Event
+}
+
+// whole marks an event kept in full.
+const whole = 255
+
+// len is the number of events in the segment.
+func (g segment) len() int {
+	if g.pk != nil {
+		return len(g.pk.kind)
+	}
+	return len(g.ev)
+}
+
+// at returns the segment's i-th event.
+func (g segment) at(i int) Event {
+	p := g.pk
+	if p == nil {
+		return g.ev[i]
+	}
+	if p.kind[i] == whole {
+		j, _ := slices.BinarySearch(p.at, uint8(i))
+		return p.full[j]
+	}
+	return Event{Type: p.types[p.kind[i]], Seq: p.first + int64(i), Time: p.time[i], back: p.back}
+}
+
+// appendFrom appends the segment's events from index i on to out.
+func (g segment) appendFrom(out []Event, i int) []Event {
+	if g.pk == nil {
+		return append(out, g.ev[i:]...)
+	}
+	for ; i < len(g.pk.kind); i++ {
+		out = append(out, g.at(i))
+	}
+	return out
+}
+
+// events returns the segment's events as a slice of its own.
+func (g segment) events() []Event {
+	if g.pk == nil {
+		return append([]Event(nil), g.ev...)
+	}
+	return g.appendFrom(make([]Event, 0, len(g.pk.kind)), 0)
+}
+
+// bare reports whether e holds nothing a packed segment drops: it is a
+// released event with no payload, op or sources.
+func bare(e Event) bool {
+	return e.Data == nil && e.back != nil && e.msg == nil && e.SurfaceOp == nil && e.SourceEventSeqs == nil
+}
+
+// pack returns the packed form of released events evs (whose first seq
+// is evs[0].Seq), or evs as they are when packing saves nothing or a
+// segment has more distinct types than an index holds.
+func pack(evs []Event) segment {
+	n := 0
+	for _, e := range evs {
+		if bare(e) {
+			n++
+		}
+	}
+	if n < len(evs)/4 || len(evs) == 0 {
+		return segment{ev: evs}
+	}
+	p := &packing{first: evs[0].Seq, kind: make([]uint8, len(evs)), time: make([]int64, len(evs))}
+	index := map[string]uint8{}
+	for i, e := range evs {
+		p.time[i] = e.Time
+		if !bare(e) {
+			p.kind[i] = whole
+			p.at = append(p.at, uint8(i))
+			p.full = append(p.full, e)
+			continue
+		}
+		if p.back == nil {
+			p.back = e.back
+		}
+		k, ok := index[e.Type]
+		if !ok {
+			if len(p.types) == whole {
+				return segment{ev: evs}
+			}
+			k = uint8(len(p.types))
+			index[e.Type] = k
+			p.types = append(p.types, e.Type)
+		}
+		p.kind[i] = k
+	}
+	return segment{pk: p}
+}

@@ -1,0 +1,149 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dshq/dsh/internal/ownership"
+	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
+)
+
+// streamedSession is a session of steps tool steps, each with chunks
+// deltas of streamed text, as a model that writes before each call
+// produces; every event a millisecond after the one before.
+func streamedSession(t testing.TB, c *copyStore, steps, chunks int) *session.Session {
+	t.Helper()
+	tick := time.UnixMilli(1700000000000)
+	s, err := session.New("streamed", session.Options{Clock: func() time.Time { tick = tick.Add(time.Millisecond); return tick }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetNotifier(func(_ context.Context, _ *session.Session, e session.Event) error {
+		c.mu.Lock()
+		c.events = append(c.events, e.Clone())
+		c.mu.Unlock()
+		return nil
+	})
+	s.SetReader(c.read)
+	w := s.Writer(ownership.Fixtures)
+	must := func(_ session.Event, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}))
+	must(w.AppendSurface(ctx, session.TypeUserMessage, session.Prompt{Content: text("go")}, session.AppendOp, nil))
+	for i := range steps {
+		id := llm.CallID(fmt.Sprintf("s%d", i))
+		must(w.Append(ctx, session.TypeStepStart, session.StepBoundary{Turn: 1, Step: i + 1}))
+		for j := range chunks {
+			must(w.AppendChunk(ctx, 1, i+1, llm.Chunk{Text: fmt.Sprintf("word%d ", j)}))
+		}
+		must(w.AppendSurface(ctx, session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: i + 1,
+			Content: []llm.Block{{Type: llm.BlockToolCall, ID: id, Name: "read", Arguments: `{}`}}}, session.AppendOp, nil))
+		must(w.AppendSurface(ctx, session.TypeToolResult, session.ToolResult{CallID: id, Content: text(fmt.Sprint(i, strings.Repeat("y", 1000)))}, session.AppendOp, nil))
+	}
+	return s
+}
+
+// sameHeld reports whether got is want as memory holds it: the same but
+// for a released payload.
+func sameHeld(want, got session.Event) bool {
+	if want.Seq != got.Seq || want.Type != got.Type || want.Time != got.Time ||
+		!cmp.Equal(want.SurfaceOp, got.SurfaceOp) || !cmp.Equal(want.SourceEventSeqs, got.SourceEventSeqs) {
+		return false
+	}
+	return got.IsReleased() || string(want.Data) == string(got.Data)
+}
+
+// Released chunks are held packed (type and time), not as whole events,
+// and every view of the log (Events, Since, Scan, Backward, Event, Range,
+// Log) gives the same events as before, with payloads read back; a
+// packed segment that a replace reaches again is repacked.
+func TestReleasedChunksArePacked(t *testing.T) {
+	c := &copyStore{}
+	s := streamedSession(t, c, 100, 40) // 4,302 events, 4,000 of them chunks
+	before := s.Events()
+	msgs, _ := s.Messages()
+	wantMsgs := append([]llm.Message(nil), msgs...)
+	s.Release(int64(s.Len()))
+	packed, whole := s.Packed()
+	if packed < 3800 || whole > 400 {
+		t.Fatalf("%d events packed, %d whole after releasing 4,302 events (4,000 chunks); want the chunks packed", packed, whole)
+	}
+	now := s.Events()
+	if len(now) != len(before) {
+		t.Fatalf("Events: %d, want %d", len(now), len(before))
+	}
+	for i := range before {
+		if !sameHeld(before[i], now[i]) {
+			t.Fatalf("Events[%d] = %+v, want %+v less its payload", i, now[i], before[i])
+		}
+	}
+	if since := s.Since(1000); len(since) != len(before)-1000 || !sameHeld(before[1000], since[0]) || !sameHeld(before[len(before)-1], since[len(since)-1]) {
+		t.Fatalf("Since(1000): %d events", len(since))
+	}
+	i := 7
+	for e := range s.Scan(7) {
+		if !sameHeld(before[i], e) {
+			t.Fatalf("Scan: event %d = %+v", i, e)
+		}
+		i++
+	}
+	j := 3000
+	s.Backward(3001, func(e session.Event) bool {
+		if !sameHeld(before[j], e) {
+			t.Fatalf("Backward: event %d = %+v", j, e)
+		}
+		j--
+		return j > 2000
+	})
+	e, ok := s.Event(5)
+	if !ok || !e.IsReleased() || e.Type != session.TypeAssistantChunk {
+		t.Fatalf("Event(5) = %+v, %v; want a released chunk", e, ok)
+	}
+	ch, err := session.Decode[session.AssistantChunk](e)
+	want, _ := session.Decode[session.AssistantChunk](c.events[5])
+	if err != nil || !cmp.Equal(ch, want) || ch.Step != 1 {
+		t.Fatalf("Decode of a packed chunk = %+v, %v; want %+v", ch, err, want)
+	}
+	log, err := s.Log(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c.events, log, cmp.Comparer(sameEvent)); diff != "" {
+		t.Fatalf("Log differs from the appended events:\n%s", diff)
+	}
+	if got, _ := s.Messages(); !cmp.Equal(wantMsgs, got) {
+		t.Fatal("the history changed when its segments were packed")
+	}
+
+	// A summary takes the first results off the surface: their packed
+	// segments lose those payloads too, are packed again, and read back.
+	appendSurface(t, s, session.TypeContextMessage, session.Prompt{Content: text("summary")}, session.ReplaceOp(1, 2151)) // through step 50's result
+	if _, err := s.Messages(); err != nil {
+		t.Fatal(err)
+	}
+	s.Release(int64(s.Len()))
+	if again, _ := s.Packed(); again < packed {
+		t.Fatalf("%d events packed after the replace, %d before: the segments it reached were not packed again", again, packed)
+	}
+	r, ok := s.Event(44)
+	if !ok || r.Type != session.TypeToolResult || !r.IsReleased() {
+		t.Fatalf("Event(44) = %+v; want a released tool result", r)
+	}
+	res, err := session.Decode[session.ToolResult](r)
+	if err != nil || res.CallID != "s0" {
+		t.Fatalf("Decode of the replaced result = %+v, %v", res, err)
+	}
+	if log, err = s.Log(ctx); err != nil || len(log) != s.Len() {
+		t.Fatalf("Log after the replace: %d events, %v", len(log), err)
+	}
+}
