@@ -209,6 +209,38 @@ type Sandbox interface {
 	Wrap(cmd *exec.Cmd, p *Policy, grace time.Duration) (Process, error)
 }
 
+// Launcher is what a [Sandbox] offers when it can start a command in a
+// helper that is already set up for the command's policy (a warm helper)
+// rather than starting and setting up a helper for each command, which is
+// most of a sandboxed command's cost. Callers that own the command's whole
+// life (the bash executor) use it; others use Wrap.
+type Launcher interface {
+	// Launch starts cmd — a shell command with its directory, environment
+	// and standard streams (*os.File or nil) set, not started — under p.
+	// ok is false, with a nil error, when this command cannot be launched
+	// warm (resource limits, which a warm helper cannot set for one
+	// command): the caller then uses Wrap. cmd itself is never started.
+	Launch(cmd *exec.Cmd, p *Policy, grace time.Duration) (l Launched, ok bool, err error)
+}
+
+// Launched is a command started by [Launcher.Launch]. Started returns nil
+// at once (the command is running when Launch returns); Exited and Report
+// are final after Wait; Release must be called last.
+type Launched interface {
+	Process
+	// Pid is the shell's process id as dsh sees it. The shell leads its
+	// own session, so the caller signals and watches it by session as it
+	// would a command it started itself.
+	Pid() int
+	// Wait blocks until the shell and everything it left running are
+	// gone.
+	Wait()
+	// Terminate asks the helper to stop every process of the command,
+	// those that left its session included: SIGTERM now, SIGKILL after
+	// the grace period.
+	Terminate()
+}
+
 // ErrSetup wraps every failure to set a sandbox up.
 var ErrSetup = errors.New("sandbox: setup failed")
 

@@ -96,6 +96,16 @@ func BenchmarkBashTrueSandboxedHelper(b *testing.B) {
 	benchSandboxedWith(b, sb, sandbox.ModeWorkspaceWrite)
 }
 
+// BenchmarkBashTrueSandboxedCold is BenchmarkBashTrueSandboxedHelper with
+// a helper started and set up for every command (linux.Options.NoWarm):
+// what a command costs without a warm helper, and what each plan's first
+// command costs.
+func BenchmarkBashTrueSandboxedCold(b *testing.B) {
+	sb := linux.New(linux.Options{Grace: testGrace, Exe: buildHelper(b), NoWarm: true})
+	b.Cleanup(func() { _ = sb.Close() })
+	benchSandboxedWith(b, sb, sandbox.ModeWorkspaceWrite)
+}
+
 func benchSandboxed(b *testing.B, mode sandbox.Mode) { benchSandboxedWith(b, newSandbox(b), mode) }
 
 func benchSandboxedWith(b *testing.B, sb *linux.Sandbox, mode sandbox.Mode) {

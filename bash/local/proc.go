@@ -83,7 +83,10 @@ type proc struct {
 
 	// sb is the sandbox's handle on the command (nil without one); its
 	// report is final after wait.
-	sb       sandbox.Process
+	sb sandbox.Process
+	// warm is sb when a warm helper started the shell: cmd was never
+	// started, and the helper reports the shell's fate.
+	warm     sandbox.Launched
 	sbMu     sync.Mutex
 	sbReport *sandbox.Report
 
@@ -150,21 +153,36 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 	} // else exec opens /dev/null: reads see EOF at once, nothing can block on input
 	grace := s.grace
 	var sb sandbox.Process
-	if s.sandbox != nil {
+	var warm sandbox.Launched
+	if l, ok := s.sandbox.(sandbox.Launcher); ok {
+		// A warm helper starts the shell itself; cmd is only its
+		// description.
+		if warm, ok, err = l.Launch(cmd, s.policy, s.grace); err != nil {
+			return nil, fmt.Errorf("bash: %w", err)
+		}
+		if ok {
+			sb = warm
+		}
+	}
+	if s.sandbox != nil && warm == nil {
 		if sb, err = s.sandbox.Wrap(cmd, s.policy, s.grace); err != nil {
 			return nil, fmt.Errorf("bash: %w", err)
 		}
+	}
+	if sb != nil {
 		// The helper escalates to SIGKILL itself, reaching what left the
 		// session; ours is the backstop.
 		grace += reapSlack
 	}
-	if err := s.starter.start(cmd); err != nil {
+	if warm != nil {
+		// Nothing to start here.
+	} else if err := s.starter.start(cmd); err != nil {
 		if sb != nil {
 			sb.Release()
 		}
 		return nil, fmt.Errorf("bash: starting %s: %w", s.shell, err)
 	}
-	if sb != nil {
+	if sb != nil && warm == nil {
 		if err := sb.Started(); err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
@@ -180,9 +198,16 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 	if f, ok := cmd.Stdin.(*os.File); ok {
 		_ = f.Close()
 	}
+	sid := 0
+	if warm != nil {
+		sid = warm.Pid()
+	} else {
+		sid = cmd.Process.Pid
+	}
 	p := &proc{
 		cmd:      cmd,
-		sid:      cmd.Process.Pid,
+		warm:     warm,
+		sid:      sid,
 		grace:    grace,
 		sb:       sb,
 		started:  time.Now(),
@@ -266,6 +291,9 @@ func (p *proc) startKillLocked() {
 	}
 	p.killStarted = time.Now()
 	signalSession(p.sid, syscall.SIGTERM)
+	if p.warm != nil {
+		p.warm.Terminate() // what left the session is the helper's to reach
+	}
 	p.escalate = time.AfterFunc(p.grace, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -279,7 +307,11 @@ func (p *proc) startKillLocked() {
 // in its session, collect the remaining output, wait for the session to be
 // gone, and only then report completion.
 func (p *proc) wait() {
-	_ = p.cmd.Wait() // the status is read from ProcessState below
+	if p.warm != nil {
+		p.warm.Wait()
+	} else {
+		_ = p.cmd.Wait() // the status is read from ProcessState below
+	}
 	exitedAt := time.Now()
 	leftovers := sessionAlive(p.sid)
 

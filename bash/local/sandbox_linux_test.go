@@ -398,7 +398,9 @@ func TestSandboxSIGKILLOfDshTakesCommandsDown(t *testing.T) {
 				"SANDBOX_WS="+t.TempDir(), "SANDBOX_MARKER="+marker)
 			must(t, cmd.Start())
 			var pids []int
-			deadline := time.Now().Add(15 * time.Second)
+			// A guard, not a timing: three processes start in a race-built
+			// dsh and helper, which a loaded machine can make slow.
+			deadline := time.Now().Add(60 * time.Second)
 			for len(pids) < 3 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 				pids = pidsWithMarker(marker)

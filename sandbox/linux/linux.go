@@ -58,6 +58,10 @@ type Options struct {
 	// Grace is how long leftovers get between SIGTERM and SIGKILL when
 	// Wrap is given none.
 	Grace time.Duration
+	// NoWarm starts a helper for every command instead of keeping warm
+	// ones (see warm.go): for comparing the two, and for a kernel where
+	// they misbehave.
+	NoWarm bool
 	// Proxy serves the network allow-lists; default a new proxy.
 	Proxy  *proxy.Proxy
 	Logger *slog.Logger
@@ -78,7 +82,14 @@ type Sandbox struct {
 	state  string // private directory: tmp/ and proxy sockets
 	closed bool
 	seq    atomic.Uint64
+	idle   map[string][]*warmHelper // warm helpers by plan (warmKey)
+
+	warmStarts atomic.Uint64
 }
+
+// WarmStarts reports how many warm helpers were started: tests check that
+// commands of one plan share one.
+func (s *Sandbox) WarmStarts() uint64 { return s.warmStarts.Load() }
 
 // layout is what the probe found usable.
 type layout struct {
@@ -283,8 +294,11 @@ func (s *Sandbox) stateDir() (string, error) {
 // Close removes the private directory. Commands must have ended.
 func (s *Sandbox) Close() error {
 	s.mu.Lock()
+	s.closed = true // before the idle helpers go: none is kept after
+	s.mu.Unlock()
+	s.retireIdle()
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
 	if s.state != "" {
 		err := os.RemoveAll(s.state)
 		s.state = ""
@@ -317,6 +331,34 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (s
 	if p == nil {
 		p = &sandbox.Policy{Mode: sandbox.ModeFullAccess}
 	}
+	pl, err := s.prepare(cmd, p, grace)
+	if err != nil {
+		return nil, err
+	}
+	var scope *proxyScope
+	if p.Mode.Confines() {
+		if scope, err = s.listen(p, s.layout); err != nil {
+			return nil, fmt.Errorf("%w: proxy: %v", sandbox.ErrSetup, err)
+		}
+		scope.begin(p.Network.Ask)
+		if !pl.Proxy {
+			pl.ProxyTCP = scope.port
+		}
+		cmd.Env = commandEnv(cmd.Env, pl, scope.port)
+	}
+	pr, err := s.start(cmd, pl, s.layout, scope)
+	if err != nil {
+		if scope != nil {
+			scope.close()
+		}
+		return nil, err
+	}
+	return pr, nil
+}
+
+// prepare makes the plan of cmd under p: everything but the proxy's
+// endpoint, which is the command's own (Wrap) or its warm helper's.
+func (s *Sandbox) prepare(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (*helper.Plan, error) {
 	st := s.Status()
 	c := s.layout
 	if p.Mode.Confines() && !st.Active(sandbox.LayerReaper) {
@@ -326,62 +368,54 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd, p *sandbox.Policy, grace time.Duration) (s
 	if grace > 0 {
 		pl.GraceMS = int(grace / time.Millisecond)
 	}
-	var scope *proxyScope
-	if p.Mode.Confines() {
-		state, err := s.stateDir()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", sandbox.ErrSetup, err)
-		}
-		if pl.MountNS {
-			pl.Tmp = filepath.Join(state, "tmp")
-			pl.Denied = filepath.Join(state, "denied")
-			pl.Policy.Hidden = append(pl.Policy.Hidden, sandbox.Entry{Path: state, Why: "the sandbox's own state"})
-			for _, e := range slices.Concat(p.Writable, p.Protected, p.Pinned) {
-				pl.Keep = append(pl.Keep, e.Path)
-			}
-			pl.Keep = append(pl.Keep, cmd.Dir)
-			if s.o.Home != "" {
-				pl.Keep = append(pl.Keep, s.o.Home)
-			}
-			pl.TmpDir = "/tmp"
-			writable := func(k string) bool {
-				return p.Mode == sandbox.ModeWorkspaceWrite && slices.ContainsFunc(p.Writable, func(e sandbox.Entry) bool {
-					return k == e.Path || strings.HasPrefix(k, e.Path+"/")
-				})
-			}
-			if slices.ContainsFunc(pl.Keep, func(k string) bool { return strings.HasPrefix(k, "/tmp/") && !writable(k) }) {
-				pl.TmpDir = "/tmp/.dsh-tmp"
-			}
-			pl.Cache = p.Cache
-			if pl.Cache == "" || p.Mode != sandbox.ModeWorkspaceWrite {
-				pl.Cache = filepath.Join(state, "cache") // read-only: gone with dsh
-			}
-			if err := prepareCaches(pl.Cache); err != nil {
-				return nil, fmt.Errorf("%w: caches: %v", sandbox.ErrSetup, err)
-			}
-		}
-		scope, err = s.listen(state, p, c)
-		if err != nil {
-			return nil, fmt.Errorf("%w: proxy: %v", sandbox.ErrSetup, err)
-		}
-		pl.Proxy = c.netNS
-		if !c.netNS {
-			pl.ProxyTCP = scope.port
-		}
-		set := proxyEnv(c.netNS, scope.port, pl.TmpDir)
-		if pl.Cache != "" {
-			maps.Copy(set, cacheEnv(cmd.Env))
-		}
-		cmd.Env = withEnv(cmd.Env, set)
+	if !p.Mode.Confines() {
+		return pl, nil
 	}
-	pr, err := s.start(cmd, pl, c, scope)
+	state, err := s.stateDir()
 	if err != nil {
-		if scope != nil {
-			scope.close()
-		}
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrSetup, err)
 	}
-	return pr, nil
+	if pl.MountNS {
+		pl.Tmp = filepath.Join(state, "tmp")
+		pl.Denied = filepath.Join(state, "denied")
+		pl.Policy.Hidden = append(pl.Policy.Hidden, sandbox.Entry{Path: state, Why: "the sandbox's own state"})
+		for _, e := range slices.Concat(p.Writable, p.Protected, p.Pinned) {
+			pl.Keep = append(pl.Keep, e.Path)
+		}
+		pl.Keep = append(pl.Keep, cmd.Dir)
+		if s.o.Home != "" {
+			pl.Keep = append(pl.Keep, s.o.Home)
+		}
+		pl.TmpDir = "/tmp"
+		writable := func(k string) bool {
+			return p.Mode == sandbox.ModeWorkspaceWrite && slices.ContainsFunc(p.Writable, func(e sandbox.Entry) bool {
+				return k == e.Path || strings.HasPrefix(k, e.Path+"/")
+			})
+		}
+		if slices.ContainsFunc(pl.Keep, func(k string) bool { return strings.HasPrefix(k, "/tmp/") && !writable(k) }) {
+			pl.TmpDir = "/tmp/.dsh-tmp"
+		}
+		pl.Cache = p.Cache
+		if pl.Cache == "" || p.Mode != sandbox.ModeWorkspaceWrite {
+			pl.Cache = filepath.Join(state, "cache") // read-only: gone with dsh
+		}
+		if err := prepareCaches(pl.Cache); err != nil {
+			return nil, fmt.Errorf("%w: caches: %v", sandbox.ErrSetup, err)
+		}
+	}
+	pl.Proxy = c.netNS
+	return pl, nil
+}
+
+// commandEnv is a confined command's environment: the proxy variables
+// (port is the proxy's loopback port when there is no network namespace),
+// TMPDIR and the cache variables set, host sockets dropped.
+func commandEnv(env []string, pl *helper.Plan, port int) []string {
+	set := proxyEnv(pl.Proxy, port, pl.TmpDir)
+	if pl.Cache != "" {
+		maps.Copy(set, cacheEnv(env))
+	}
+	return withEnv(env, set)
 }
 
 // proxyEnv points the usual proxy variables at the proxy.
@@ -422,13 +456,31 @@ func withEnv(env []string, set map[string]string) []string {
 	return out
 }
 
-// proxyScope is one command's proxy listener and what it refused.
+// proxyScope is a proxy listener — one command's, or a warm helper's,
+// serving its commands one at a time — and what it refused for the
+// current command.
 type proxyScope struct {
 	l       net.Listener
 	path    string
 	port    int
 	mu      sync.Mutex
 	blocked []string
+	ask     func(host string, port int) bool
+}
+
+// begin starts a command's record: nothing refused yet, and ask (the
+// policy's Network.Ask, possibly nil) asked about hosts off the list.
+func (ps *proxyScope) begin(ask func(host string, port int) bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.blocked, ps.ask = nil, ask
+}
+
+func (ps *proxyScope) approve(_ context.Context, host string, port int) bool {
+	ps.mu.Lock()
+	ask := ps.ask
+	ps.mu.Unlock()
+	return ask != nil && ask(host, port)
 }
 
 func (ps *proxyScope) close() {
@@ -449,9 +501,12 @@ func (ps *proxyScope) record(msg string) {
 // listen opens the command's proxy endpoint: a Unix socket in the private
 // directory (bridged inside the network namespace), or a loopback TCP port
 // when there is none.
-func (s *Sandbox) listen(state string, p *sandbox.Policy, c layout) (*proxyScope, error) {
+func (s *Sandbox) listen(p *sandbox.Policy, c layout) (*proxyScope, error) {
+	state, err := s.stateDir()
+	if err != nil {
+		return nil, err
+	}
 	ps := &proxyScope{}
-	var err error
 	if c.netNS {
 		ps.path = filepath.Join(state, fmt.Sprintf("proxy-%d.sock", s.seq.Add(1)))
 		ps.l, err = net.Listen("unix", ps.path)
@@ -464,10 +519,7 @@ func (s *Sandbox) listen(state string, p *sandbox.Policy, c layout) (*proxyScope
 	if err != nil {
 		return nil, err
 	}
-	scope := &proxy.Scope{Allow: slices.Clone(p.Network.Allow), OnBlock: ps.record}
-	if ask := p.Network.Ask; ask != nil {
-		scope.Approve = func(_ context.Context, host string, port int) bool { return ask(host, port) }
-	}
+	scope := &proxy.Scope{Allow: slices.Clone(p.Network.Allow), OnBlock: ps.record, Approve: ps.approve}
 	go func() { _ = s.proxy.Serve(ps.l, scope) }()
 	return ps, nil
 }
@@ -520,6 +572,9 @@ func (s *Sandbox) start(cmd *exec.Cmd, pl *helper.Plan, c layout, scope *proxySc
 	}
 	cmd.Path = s.o.Exe
 	cmd.Args = []string{"dsh", helper.Arg}
+	if pl.Warm && len(extra) < 3 {
+		extra = append(extra, nil) // no proxy: the control socket stays fd 6
+	}
 	cmd.ExtraFiles = append(extra, cmd.ExtraFiles...)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -529,6 +584,13 @@ func (s *Sandbox) start(cmd *exec.Cmd, pl *helper.Plan, c layout, scope *proxySc
 	// descendant before it goes (a subreaper's orphans would otherwise
 	// outlive it).
 	spa.Pdeathsig = syscall.SIGUSR1
+	if pl.Warm {
+		// Not for a warm helper: the signal follows the thread that forked,
+		// and a warm helper is started from whichever goroutine needed it
+		// and outlives that thread. Its lifeline (EOF on the plan pipe) is
+		// what ends it with dsh.
+		spa.Pdeathsig = 0
+	}
 	if pl.Confine {
 		if pl.UserNS {
 			spa.Cloneflags |= syscall.CLONE_NEWUSER

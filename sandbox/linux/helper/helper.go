@@ -62,7 +62,7 @@ func helper() int {
 	runtime.LockOSThread()
 	// Our descriptors must not reach the shell: it could forge the report
 	// or hold the lifeline.
-	for _, fd := range []int{fdPlan, fdReport, fdProxy} {
+	for _, fd := range []int{fdPlan, fdReport, fdProxy, fdControl} {
 		unix.CloseOnExec(fd)
 	}
 	rep := os.NewFile(fdReport, "report")
@@ -151,6 +151,10 @@ func helper() int {
 	if bridge != nil {
 		go bridge.serve()
 	}
+	if pl.Warm {
+		w.send(Report{Started: true, Layers: layers})
+		return serveWarm(&pl, sigs, lifelineOf(br))
+	}
 
 	path, args := pl.Path, pl.Args
 	if pl.Policy.Limits.Any() {
@@ -169,20 +173,25 @@ func helper() int {
 	w.send(Report{Started: true, Layers: layers})
 
 	r := &reaper{pidns: pl.PIDNS, child: child, grace: time.Duration(pl.GraceMS) * time.Millisecond, self: os.Getpid()}
-	// The lifeline: dsh holds the other end of the plan pipe until the
-	// command is over, so EOF here means dsh died (even by SIGKILL, even
-	// before the parent-death signal could be handled).
-	lifeline := make(chan struct{})
-	go func() {
-		_, _ = br.WriteTo(discard{})
-		close(lifeline)
-	}()
-	code, sig := r.run(sigs, lifeline)
+	code, sig := r.run(sigs, lifelineOf(br), nil)
 	w.send(Report{Done: true, Exit: code, Signal: sig, Leftovers: r.leftovers})
 	if sig != "" {
 		return 128 + int(unix.SignalNum(sig))
 	}
 	return code
+}
+
+// lifelineOf returns a channel closed when dsh lets go of the plan pipe:
+// dsh holds its end until the command is over (a warm helper: until it
+// retires it), so EOF means dsh is gone (even by SIGKILL, even before the
+// parent-death signal could be handled) or done with us.
+func lifelineOf(br *bufio.Reader) <-chan struct{} {
+	lifeline := make(chan struct{})
+	go func() {
+		_, _ = br.WriteTo(discard{})
+		close(lifeline)
+	}()
+	return lifeline
 }
 
 type discard struct{}
@@ -219,12 +228,18 @@ type reaper struct {
 }
 
 // run reaps until no descendant is left and returns the shell's fate.
-// When the shell exits, or dsh asks (SIGTERM), every descendant gets
-// SIGTERM and, after the grace period, SIGKILL; when dsh is gone they get
-// SIGKILL at once.
-func (r *reaper) run(sigs <-chan os.Signal, lifeline <-chan struct{}) (code int, sig string) {
+// When the shell exits, or dsh asks (SIGTERM, or a message on term), every
+// descendant gets SIGTERM and, after the grace period, SIGKILL; when dsh is
+// gone they get SIGKILL at once. Its reaping goroutine has ended when run
+// returns, so a warm helper's next command is reaped by the next run alone.
+func (r *reaper) run(sigs <-chan os.Signal, lifeline, term <-chan struct{}) (code int, sig string) {
 	reaped := make(chan reapEvent, 16)
-	go reapAll(reaped)
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go reapAll(reaped, quit, ended)
+	defer func() {
+		close(quit)
+		<-ended
+	}()
 	var killTimer <-chan time.Time
 	terminating := false
 	terminate := func() {
@@ -245,6 +260,8 @@ func (r *reaper) run(sigs <-chan os.Signal, lifeline <-chan struct{}) (code int,
 			default:
 				terminate()
 			}
+		case <-term:
+			terminate()
 		case <-lifeline:
 			lifeline = nil
 			r.signalAll(syscall.SIGKILL)
@@ -281,9 +298,20 @@ type reapEvent struct {
 }
 
 // reapAll waits for every child (orphans re-parented to us included) and
-// reports each, then reports none once there are no children at all.
-func reapAll(out chan<- reapEvent) {
+// reports each, then reports none once there are no children at all; it
+// ends (closing ended) once quit is closed.
+func reapAll(out chan<- reapEvent, quit <-chan struct{}, ended chan<- struct{}) {
+	defer close(ended)
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	send := func(ev reapEvent) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-quit:
+			return false
+		}
+	}
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -291,14 +319,20 @@ func reapAll(out chan<- reapEvent) {
 			continue
 		}
 		if errors.Is(err, syscall.ECHILD) {
-			out <- reapEvent{none: true}
+			if !send(reapEvent{none: true}) {
+				return
+			}
 			// Children may still appear: none while we wait for a
 			// signal is the end only once the shell was reaped.
-			time.Sleep(5 * time.Millisecond)
+			select {
+			case <-quit:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
 			continue
 		}
 		if err != nil {
-			out <- reapEvent{none: true}
+			send(reapEvent{none: true})
 			return
 		}
 		ev := reapEvent{pid: pid}
@@ -308,7 +342,9 @@ func reapAll(out chan<- reapEvent) {
 		default:
 			ev.code = ws.ExitStatus()
 		}
-		out <- ev
+		if !send(ev) {
+			return
+		}
 	}
 }
 

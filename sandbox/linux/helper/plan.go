@@ -22,6 +22,10 @@ const (
 	fdPlan   = 3 // the plan, then the lifeline: EOF means dsh is gone
 	fdReport = 4 // the helper's reports: setup outcome, then the command's fate
 	fdProxy  = 5 // O_PATH descriptor of this command's proxy socket
+	// fdControl is a warm helper's command channel (a SOCK_SEQPACKET
+	// socket): launches and terminations in, each command's start and
+	// fate out. See warm.go.
+	fdControl = 6
 )
 
 // ProxyPort is where the bridge listens inside the sandbox's own loopback.
@@ -77,6 +81,11 @@ type Plan struct {
 	GraceMS int `json:"graceMS"`
 	// Probe makes the helper report and exit without running anything.
 	Probe bool `json:"probe,omitempty"`
+	// Warm makes the helper stay once set up and run the commands dsh
+	// sends over fdControl, one at a time, instead of Path: starting a
+	// Go helper and setting up its namespaces is most of a sandboxed
+	// command's cost, and the setup depends only on the plan.
+	Warm bool `json:"warm,omitempty"`
 }
 
 // report is one line on fdReport.

@@ -5,4 +5,4 @@
 package helper
 
 // planShape is the hash of Plan's shape (see PlanFormat).
-const planShape = "1d0110d2c3e54054"
+const planShape = "367ddd10893c54dd"
