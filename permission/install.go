@@ -55,12 +55,17 @@ func (c *Checker) Install(scope *kernel.Scope, reg *tool.Registry, pb *prompt.Bu
 		add(d)
 		if hub != nil {
 			add(hub.SessionStart.Listen(func(ctx context.Context, ev agent.SessionStart) error {
+				// The rule events are kept in memory however the session
+				// was resumed (KeepOnResume below): a scan of what it holds
+				// finds them all without reading the log back.
 				s := ev.Agent.Session()
-				log, err := s.Log(ctx)
-				if err != nil {
-					return fmt.Errorf("permission: restoring the session rules of %s: %w", s.ID(), err)
+				var rules []session.Event
+				for e := range s.Scan(0) {
+					if e.Type == EventRule {
+						rules = append(rules, e)
+					}
 				}
-				return c.RestoreSession(string(s.ID()), string(s.Header().ParentSession), log)
+				return c.RestoreSession(string(s.ID()), string(s.Header().ParentSession), rules)
 			}, kernel.Named("permission")))
 			add(hub.PreStep.Use(func(ctx context.Context, ps agent.PreStep) error {
 				return c.flushPending(ctx, ps.Agent.Session())

@@ -28,6 +28,10 @@ const (
 	EventMode = "permission/mode"
 )
 
+// A session resumed from a snapshot holds its rule events, so the rules
+// are restored without reading the whole log back.
+func init() { session.KeepOnResume(EventRule) }
+
 // RuleEvent is the payload of permission/rule.
 type RuleEvent struct {
 	Rule     string   `json:"rule"`
