@@ -290,6 +290,7 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 		fmt.Fprintln(stdio.Err, "dsh serve: no token exists yet: make one with dsh serve token create NAME")
 	}
 	fmt.Fprintf(stdio.Err, "dsh serve: listening on %s://%s (worker %s; roots %s)\n", scheme, ln.Addr(), worker, strings.Join(roots, ", "))
+	fmt.Fprintf(stdio.Err, "dsh serve: web UI at %s://%s/ui (log in with a token)\n", scheme, ln.Addr())
 	log.Info("serve: listening", "addr", ln.Addr().String(), "worker", worker)
 	var wg sync.WaitGroup
 	wg.Go(func() {

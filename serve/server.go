@@ -67,6 +67,8 @@ type Options struct {
 	Burst int
 	// CORSOrigins are the origins browsers may call from; none: CORS off.
 	CORSOrigins []string
+	// UISessionTTL is how long a web UI log-in lasts (default 12h).
+	UISessionTTL time.Duration
 
 	// IdleEvict is how long an idle session stays in memory (default 2m;
 	// negative: never evicted for idleness).
@@ -116,6 +118,8 @@ type Server struct {
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
 
+	web webLogins
+
 	wsMu       sync.Mutex
 	workspaces map[string]*wsEntry
 
@@ -146,6 +150,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Burst <= 0 {
 		o.Burst = 100
+	}
+	if o.UISessionTTL <= 0 {
+		o.UISessionTTL = 12 * time.Hour
 	}
 	if o.IdleEvict == 0 {
 		o.IdleEvict = 2 * time.Minute
@@ -207,6 +214,9 @@ type route struct {
 func (s *Server) routes() []route {
 	return []route{
 		{"GET", "/healthz", "", s.health},
+		{"GET", "/ui", "", s.uiPage},
+		{"POST", "/ui/login", "", s.uiLogin},
+		{"POST", "/ui/logout", api.AccessRead, s.uiLogout},
 		{"GET", "/openapi.json", api.AccessRead, s.openapi},
 		{"GET", "/metrics", api.AccessRead, s.metrics},
 		{"GET", "/v1/whoami", api.AccessRead, s.whoami},
@@ -287,13 +297,22 @@ func (s *Server) wrap(rt route) http.HandlerFunc {
 }
 
 // authenticate checks the bearer token (or, for streams, which browsers
-// open without headers, the access_token query parameter), the access it
-// grants and its rate limit. It has answered the request when it returns
-// false.
+// open without headers, the access_token query parameter; or the web UI's
+// session cookie, with its CSRF token when the request changes anything),
+// the access it grants and its rate limit. It has answered the request
+// when it returns false.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, need string) (tokens.Token, bool) {
 	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok && r.Method == http.MethodGet && (strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/ws")) {
+	if !ok && r.Method == http.MethodGet && (strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/ws")) && r.URL.Query().Has("access_token") {
 		raw, ok = r.URL.Query().Get("access_token"), true
+	}
+	if !ok {
+		if _, l := s.cookieLogin(r); l != nil {
+			if !checkCSRF(w, r, l) {
+				return tokens.Token{}, false
+			}
+			raw, ok = l.raw, true
+		}
 	}
 	tok, valid := tokens.Token{}, false
 	if ok && raw != "" {

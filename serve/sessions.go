@@ -628,6 +628,10 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	for i := range infos {
 		in := &infos[i]
+		// Seen before any filter: a stored session left out here (a
+		// subagent's, say, loaded when someone opened it) must not come
+		// back below as a live one.
+		seen[in.Header.ID] = true
 		if in.Header.ParentSession != "" && q.Get("children") != "true" {
 			continue
 		}
@@ -635,7 +639,6 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c *call) {
 		if dir == "" || !s.allowed(c.tok, dir) || (under != "" && !inside(dir, under)) {
 			continue
 		}
-		seen[in.Header.ID] = true
 		e := s.lookup(string(in.Header.ID))
 		if e == nil {
 			e = s.newEntry(in.Header.ID, dir, Meta{}) // not adopted: a listing loads nothing

@@ -24,8 +24,9 @@ var Bin string
 
 // Main builds dsh (with -race when race is set) from the repository root
 // (root is relative to the test's directory, e.g. ".."), runs the tests
-// and removes the binary.
-func Main(m *testing.M, root string, race bool) {
+// and removes the binary; after runs once the tests have (stopping what
+// they shared, such as a browser).
+func Main(m *testing.M, root string, race bool, after ...func()) {
 	dir, err := os.MkdirTemp("", "dsh-bin-")
 	if err != nil {
 		panic(err)
@@ -43,6 +44,9 @@ func Main(m *testing.M, root string, race bool) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

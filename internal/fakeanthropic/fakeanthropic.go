@@ -157,6 +157,12 @@ type Reply struct {
 	InputTokens, OutputTokens int
 	// Chunks splits text into this many deltas (default 2).
 	Chunks int
+	// CacheReadTokens is reported as cache_read_input_tokens.
+	CacheReadTokens int
+	// Hold, when set, pauses a streamed reply after the first half of its
+	// text deltas until Hold is closed (or the client goes away): a test
+	// sees the answer part-streamed while the request is still open.
+	Hold <-chan struct{}
 }
 
 // ToolUse is a tool call of a reply.
@@ -251,7 +257,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := fmt.Sprintf("msg_fake%06d", n)
 	if req.Stream {
-		writeAll(w, "text/event-stream", sse(id, req.Model, rep))
+		b, cut := sse(id, req.Model, rep)
+		if rep.Hold == nil || cut == 0 {
+			writeAll(w, "text/event-stream", b)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(b[:cut])
+		http.NewResponseController(w).Flush()
+		select {
+		case <-rep.Hold:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = w.Write(b[cut:])
 		return
 	}
 	writeAll(w, "application/json", whole(id, req.Model, rep))
@@ -285,8 +304,11 @@ func (rep Reply) usage() (int, int) {
 	return in, out
 }
 
-func sse(id, model string, rep Reply) []byte {
+// sse is the streamed reply, and the offset after the first half of its
+// text deltas (0 without text).
+func sse(id, model string, rep Reply) ([]byte, int) {
 	var b bytes.Buffer
+	cut := 0
 	ev := func(name string, v any) {
 		j, _ := json.Marshal(v)
 		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, j)
@@ -294,7 +316,7 @@ func sse(id, model string, rep Reply) []byte {
 	in, out := rep.usage()
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": in, "output_tokens": 1}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": in, "output_tokens": 1, "cache_read_input_tokens": rep.CacheReadTokens}}})
 	i := 0
 	if rep.Thinking != "" {
 		ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]string{"type": "thinking", "thinking": ""}})
@@ -305,8 +327,12 @@ func sse(id, model string, rep Reply) []byte {
 	}
 	if rep.Text != "" {
 		ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]string{"type": "text", "text": ""}})
-		for _, part := range split(rep.Text, rep.Chunks) {
+		parts := split(rep.Text, rep.Chunks)
+		for k, part := range parts {
 			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]string{"type": "text_delta", "text": part}})
+			if k == (len(parts)-1)/2 {
+				cut = b.Len()
+			}
 		}
 		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 		i++
@@ -323,7 +349,7 @@ func sse(id, model string, rep Reply) []byte {
 	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": rep.stop(), "stop_sequence": nil},
 		"usage": map[string]int{"output_tokens": out}})
 	ev("message_stop", map[string]any{"type": "message_stop"})
-	return b.Bytes()
+	return b.Bytes(), cut
 }
 
 func whole(id, model string, rep Reply) []byte {

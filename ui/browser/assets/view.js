@@ -418,12 +418,14 @@
         // Before the result (and while it waits for approval) the change
         // is shown from the arguments.
         const path = String(a.file_path || '');
-        const rows = name === 'edit' ? dsh.diff.lineDiff(a.old_string || '', a.new_string || '') : dsh.diff.lineDiff(null, a.content || '');
+        const chomp = (t) => String(t || '').replace(/\n$/, '');
+        const rows = name === 'edit' ? dsh.diff.lineDiff(chomp(a.old_string), chomp(a.new_string)) : dsh.diff.lineDiff(null, chomp(a.content));
         for (const r of rows) {
           delete r.old;
           delete r.new;
         }
-        c.preview = dsh.diff.view([{path, hunks: [{header: '', rows}]}], this.diffMode, (m) => this.modeChosen(m));
+        c.previewFiles = [{path, hunks: [{header: '', rows}]}];
+        c.preview = dsh.diff.view(c.previewFiles, this.diffMode, (m) => this.modeChosen(m));
         c.callPart.appendChild(c.preview);
       } else if (name === 'todo_write') {
         c.callPart.appendChild(todoList(a.todos));
@@ -538,7 +540,12 @@
       }
       const clipNote = d.clipped ? 'Trace shows ' + F.num(text.length) + ' of ' + F.num(d.clipped.bytes) + ' characters' : '';
       if ((c.name === 'edit' || c.name === 'write') && !d.isError) {
-        const files = dsh.diff.fromMeta(meta);
+        let files = dsh.diff.fromMeta(meta);
+        if (!files && c.name === 'write' && meta.operation === 'create' && c.previewFiles) {
+          // A new file's result records no hunks: its content, from the
+          // arguments, is the whole change.
+          files = c.previewFiles;
+        }
         if (files) {
           if (c.preview) {
             c.preview.remove();
@@ -847,6 +854,17 @@
       else if (d.before && d.after) this.note('compact', 'Compacted: ' + F.num(d.before) + ' → ' + F.num(d.after) + ' tokens');
     },
     'hook/invoked'() {},
+    // Bookkeeping of other parts: serve's session record, and the
+    // checkpoints that make rewind possible.
+    'serve/session'() {},
+    'checkpoint/taken'() {},
+    'checkpoint/restore-start'() {},
+    'checkpoint/restored'() {},
+    'checkpoint/rewind'(ev, d) {
+      const to = d.to || {};
+      const where = typeof to === 'object' ? (to.turn ? 'turn ' + to.turn + (to.step ? '.' + to.step : '') : '') : String(to);
+      this.note('mode', 'Rewound ' + (d.code ? 'code and conversation' : 'the conversation') + (where ? ' to before ' + where : ''));
+    },
     'hook/result'(ev, d) {
       if (!d.decision || d.decision === 'allow' || d.decision === 'none' || d.decision === 'continue') {
         if (!d.problem && !d.systemMessage) return;
