@@ -340,7 +340,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 	h := newPGHost(t, url, schema, "host", srv.URL, 5*time.Second)
 	pw := url[strings.Index(url, "://dsh:")+7 : strings.Index(url, "@")]
 	m := h.run(t, dir, "store", "migrate")
-	if m.code != 0 || !strings.Contains(m.stdout, "migrated from version 0 to 1") || strings.Contains(m.stdout+m.stderr, pw) {
+	if m.code != 0 || !strings.Contains(m.stdout, "migrated from version 0 to 2") || !strings.Contains(m.stdout, "2: snapshots") || strings.Contains(m.stdout+m.stderr, pw) {
 		t.Fatalf("migrate: %+v", m)
 	}
 	if s := h.run(t, dir, "store"); s.code != 0 || !strings.Contains(s.stdout, "postgres store at postgres://dsh:xxxxx@") || strings.Contains(s.stdout, pw) {

@@ -18,7 +18,10 @@ import (
 func TestResumePickerInTheTerminal(t *testing.T) {
 	h := startUI(t, nil)
 	h.send("hello there\r")
-	h.wait("› hello there", "That was the whole loop")
+	// The turn's end (its stats line), not just its last text: an exit
+	// while the turn is still closing disposes it, and the resumed
+	// history would rightly end there.
+	h.wait("› hello there", "That was the whole loop", " steps · in ")
 	h.send("/exit\r")
 	select {
 	case err := <-h.done:
