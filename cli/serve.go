@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/core"
+	"github.com/dshq/dsh/internal/memlimit"
 	sbplugin "github.com/dshq/dsh/sandbox/plugin"
 	"github.com/dshq/dsh/serve"
 	"github.com/dshq/dsh/serve/jobs"
@@ -154,6 +156,11 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 		// The Go runtime collects harder as the heap nears the budget, so
 		// evicted sessions' memory is given back before it is exceeded.
 		debug.SetMemoryLimit(budget)
+	} else if stdio.Env(memlimit.Env) == "" {
+		// The front doors' default limit is sized for one session; a
+		// server holding hundreds would collect without pause under it.
+		// Without a budget (or GOMEMLIMIT) the server sets none.
+		debug.SetMemoryLimit(math.MaxInt64)
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usageErr("--tls-cert and --tls-key go together")

@@ -75,23 +75,31 @@ func (bigTool) Run(context.Context, tool.Call) (tool.Result, error) {
 	return tool.TextResult(strings.Repeat("output line with some words in it\n", 240)), nil // ~8 KB
 }
 
-func setup(t *testing.T, cfg compact.Config, f *fakeProvider) (*core.Host, *compact.Compactor, agent.Agent) {
+// compactHost is a host whose model "mock" is m, with a compactor of cfg
+// installed; it closes when the test ends.
+func compactHost(t *testing.T, m *scripted.Adapter, cfg compact.Config) (*core.Host, *compact.Compactor) {
 	t.Helper()
 	h, err := core.New(core.Options{Invariants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
-	m := scripted.New(f.entry())
-	m.Loop, m.NoRecord = true, true
 	if _, err := h.LLM.RegisterModels([]string{"mock"}, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Tools.Register(bigTool{}); err != nil {
 		t.Fatal(err)
 	}
 	c := compact.New(cfg, h.LLM, h.Agents.Hub, nil)
 	if err := c.Install(h.Scope); err != nil {
+		t.Fatal(err)
+	}
+	return h, c
+}
+
+func setup(t *testing.T, cfg compact.Config, f *fakeProvider) (*core.Host, *compact.Compactor, agent.Agent) {
+	t.Helper()
+	m := scripted.New(f.entry())
+	m.Loop, m.NoRecord = true, true
+	h, c := compactHost(t, m, cfg)
+	if _, err := h.Tools.Register(bigTool{}); err != nil {
 		t.Fatal(err)
 	}
 	hd, err := h.Agents.Create(context.Background(), agent.CreateOptions{AgentID: "a", Options: agent.Options{Model: "mock", MaxSteps: 200}})
@@ -334,18 +342,7 @@ func TestManualCompactShortSession(t *testing.T) {
 			llm.UsageChunk(llm.Usage{InputTokens: reqTokens(r), OutputTokens: len(answer) / 4}), llm.FinishChunk(llm.FinishStop)}
 	}})
 	m.Loop, m.NoRecord = true, true
-	h, err := core.New(core.Options{Invariants: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	if _, err := h.LLM.RegisterModels([]string{"mock"}, m); err != nil {
-		t.Fatal(err)
-	}
-	c := compact.New(compact.Config{ContextWindow: 128_000, Manual: true}, h.LLM, h.Agents.Hub, nil)
-	if err := c.Install(h.Scope); err != nil {
-		t.Fatal(err)
-	}
+	h, c := compactHost(t, m, compact.Config{ContextWindow: 128_000, Manual: true})
 	create := func(id agent.ID) agent.Agent {
 		hd, err := h.Agents.Create(context.Background(), agent.CreateOptions{AgentID: id, Options: agent.Options{Model: "mock"}})
 		if err != nil {
@@ -417,18 +414,7 @@ func TestOverflowCompactsOnceAndRetries(t *testing.T) {
 			script := []scripted.Entry{text(answer), text(answer), text(answer)}
 			m := scripted.New(append(script, tc.after...)...)
 			m.NoRecord = true
-			h, err := core.New(core.Options{Invariants: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close(context.Background())
-			if _, err := h.LLM.RegisterModels([]string{"mock"}, m); err != nil {
-				t.Fatal(err)
-			}
-			c := compact.New(compact.Config{ContextWindow: 128_000, Manual: tc.manual}, h.LLM, h.Agents.Hub, nil)
-			if err := c.Install(h.Scope); err != nil {
-				t.Fatal(err)
-			}
+			h, _ := compactHost(t, m, compact.Config{ContextWindow: 128_000, Manual: tc.manual})
 			hd, err := h.Agents.Create(context.Background(), agent.CreateOptions{AgentID: "a", Options: agent.Options{Model: "mock"}})
 			if err != nil {
 				t.Fatal(err)

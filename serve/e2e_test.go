@@ -415,7 +415,9 @@ func TestServeAPI(t *testing.T) {
 	metricsText, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
 	for _, want := range []string{`dsh_turns_total{dsh_end_reason="completed"}`, "# TYPE gen_ai_client_token_usage histogram",
-		`dsh_tool_calls_total{gen_ai_tool_name="write",outcome="ok"}`, `dsh_serve_sessions{state="idle"}`, "dsh_serve_heap_bytes "} {
+		`dsh_tool_calls_total{gen_ai_tool_name="write",outcome="ok"}`, `dsh_serve_sessions{state="idle"}`, "dsh_serve_heap_bytes ",
+		// No --memory-budget: the front doors' one-session default limit is lifted.
+		"dsh_serve_memory_limit_bytes 0\n"} {
 		if mresp.StatusCode != http.StatusOK || !bytes.Contains(metricsText, []byte(want)) {
 			t.Errorf("/metrics (%d) lacks %s:\n%s", mresp.StatusCode, want, metricsText)
 		}

@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
+	"math"
+	"runtime/debug"
 	"runtime/metrics"
 
 	"go.opentelemetry.io/otel"
@@ -29,14 +31,16 @@ func heapInUse() int64 {
 // gauges reports the server's state as OpenTelemetry gauges (read at each
 // collection: /metrics and the OTLP export): sessions by state, the
 // questions waiting for an answer, the messages queued behind running
-// turns, open event streams and the heap the memory budget watches.
+// turns, open event streams, the heap the memory budget watches and the runtime's
+// memory limit.
 func (s *Server) gauges() (unregister func(), err error) {
 	m := otel.Meter("github.com/dshq/dsh/serve")
 	sessions, err1 := m.Int64ObservableGauge("dsh.serve.sessions", metric.WithDescription("Sessions this worker knows, by state: running, idle (live in memory), stored (evicted)"))
 	approvals, err2 := m.Int64ObservableGauge("dsh.serve.approvals.pending", metric.WithDescription("Approval questions waiting for an answer"))
 	streams, err3 := m.Int64ObservableGauge("dsh.serve.streams", metric.WithDescription("Open event streams (SSE and WebSocket)"))
 	heap, err4 := m.Int64ObservableGauge("dsh.serve.heap", metric.WithUnit("By"), metric.WithDescription("Heap in use (what --memory-budget is compared with)"))
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	limit, err5 := m.Int64ObservableGauge("dsh.serve.memory_limit", metric.WithUnit("By"), metric.WithDescription("The Go runtime's soft memory limit (--memory-budget or GOMEMLIMIT; 0: none)"))
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return nil, err
 	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -66,8 +70,13 @@ func (s *Server) gauges() (unregister func(), err error) {
 		o.ObserveInt64(approvals, pending)
 		o.ObserveInt64(streams, s.openStreams.Load())
 		o.ObserveInt64(heap, heapInUse())
+		if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+			o.ObserveInt64(limit, l)
+		} else {
+			o.ObserveInt64(limit, 0)
+		}
 		return nil
-	}, sessions, approvals, streams, heap)
+	}, sessions, approvals, streams, heap, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -41,11 +42,11 @@ func (c *copyStore) read(_ context.Context, from, to int64, fn func(session.Even
 	return nil
 }
 
-// longSession appends turns of steps with bulky tool results, mirroring
-// every event into c.
-func longSession(t *testing.T, c *copyStore, steps int) *session.Session {
+// session is a new session whose every event is mirrored into c, which
+// also serves its reads of released events.
+func (c *copyStore) session(t testing.TB, id session.ID, clock func() time.Time) *session.Session {
 	t.Helper()
-	s, err := session.New("long", session.Options{Clock: fixedClock})
+	s, err := session.New(id, session.Options{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +57,14 @@ func longSession(t *testing.T, c *copyStore, steps int) *session.Session {
 		return nil
 	})
 	s.SetReader(c.read)
+	return s
+}
+
+// longSession appends turns of steps with bulky tool results, mirroring
+// every event into c.
+func longSession(t *testing.T, c *copyStore, steps int) *session.Session {
+	t.Helper()
+	s := c.session(t, "long", fixedClock)
 	w := s.Writer(ownership.Fixtures)
 	must := func(_ session.Event, err error) {
 		t.Helper()

@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,17 +19,7 @@ import (
 func streamedSession(t testing.TB, c *copyStore, steps, chunks int) *session.Session {
 	t.Helper()
 	tick := time.UnixMilli(1700000000000)
-	s, err := session.New("streamed", session.Options{Clock: func() time.Time { tick = tick.Add(time.Millisecond); return tick }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetNotifier(func(_ context.Context, _ *session.Session, e session.Event) error {
-		c.mu.Lock()
-		c.events = append(c.events, e.Clone())
-		c.mu.Unlock()
-		return nil
-	})
-	s.SetReader(c.read)
+	s := c.session(t, "streamed", func() time.Time { tick = tick.Add(time.Millisecond); return tick })
 	w := s.Writer(ownership.Fixtures)
 	must := func(_ session.Event, err error) {
 		t.Helper()

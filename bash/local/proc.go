@@ -174,35 +174,33 @@ func spawn(s spawnSpec) (_ *proc, err error) {
 		// session; ours is the backstop.
 		grace += reapSlack
 	}
+	var sid int
 	if warm != nil {
-		// Nothing to start here.
-	} else if err := s.starter.start(cmd); err != nil {
+		sid = warm.Pid() // running already: the helper started it
+	} else {
+		if err := s.starter.start(cmd); err != nil {
+			if sb != nil {
+				sb.Release()
+			}
+			return nil, fmt.Errorf("bash: starting %s: %w", s.shell, err)
+		}
 		if sb != nil {
-			sb.Release()
+			if err := sb.Started(); err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				sb.Release()
+				_ = outW.Close()
+				_ = errW.Close()
+				return nil, fmt.Errorf("bash: %w", err)
+			}
 		}
-		return nil, fmt.Errorf("bash: starting %s: %w", s.shell, err)
-	}
-	if sb != nil && warm == nil {
-		if err := sb.Started(); err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			sb.Release()
-			_ = outW.Close()
-			_ = errW.Close()
-			return nil, fmt.Errorf("bash: %w", err)
-		}
+		sid = cmd.Process.Pid
 	}
 	// The child has its copies; ours must go so EOF arrives when it exits.
 	_ = outW.Close()
 	_ = errW.Close()
 	if f, ok := cmd.Stdin.(*os.File); ok {
 		_ = f.Close()
-	}
-	sid := 0
-	if warm != nil {
-		sid = warm.Pid()
-	} else {
-		sid = cmd.Process.Pid
 	}
 	p := &proc{
 		cmd:      cmd,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/dshq/dsh/internal/chrometest"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
 )
@@ -30,22 +31,22 @@ func TestHostileContentIsInert(t *testing.T) {
 	id := w.run("<img src=x onerror=\"window.__pwned='prompt'\"> please")
 	root, kids := w.read(id)
 	path, _ := writeTrace(t, root, kids, TraceOptions{})
-	p := newPage(t, 1280, 800)
-	p.openFile(path)
-	p.run(chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true); document.querySelectorAll(".card .card-head").forEach(h => h.click())`, chromedp.EvalAwaitPromise))
+	p := chrometest.New(t, 1280, 800)
+	openFile(p, path)
+	p.Run(chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("details").forEach(d => d.open = true); document.querySelectorAll(".card .card-head").forEach(h => h.click())`, chromedp.EvalAwaitPromise))
 	// Clicking every link in the page would run a javascript: one.
-	p.run(chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("main a").forEach(a => { if (!a.href.startsWith("http")) a.click(); })`))
-	p.shot("hostile")
+	p.Run(chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("main a").forEach(a => { if (!a.href.startsWith("http")) a.click(); })`))
+	p.Shot("hostile")
 
-	if got := eval[string](p, `String(window.__pwned)`); got != "undefined" {
+	if got := chrometest.Eval[string](p, `String(window.__pwned)`); got != "undefined" {
 		t.Fatalf("a hostile string ran: window.__pwned = %q", got)
 	}
 	for _, sel := range []string{"main script", "main img", "main iframe", "main style", "a[href^='javascript']", "[onerror]", "[onmouseover]"} {
-		if n := p.count(sel); n != 0 {
+		if n := p.Count(sel); n != 0 {
 			t.Errorf("%d elements match %s", n, sel)
 		}
 	}
-	body := eval[string](p, `document.querySelector("main").textContent`)
+	body := chrometest.Eval[string](p, `document.querySelector("main").textContent`)
 	for _, want := range []string{"<script>window.__pwned='script'</script>", `<img src=x onerror="window.__pwned='img'">`, "click me", "please"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page does not show %q as text", want)
@@ -54,11 +55,11 @@ func TestHostileContentIsInert(t *testing.T) {
 	if strings.ContainsRune(body, 0x1b) || strings.ContainsRune(body, 0x07) {
 		t.Error("raw escape or bell characters reached the page")
 	}
-	if n := p.count(".card[data-call='c-evil'] pre.out .ansi-fg1"); n == 0 {
+	if n := p.Count(".card[data-call='c-evil'] pre.out .ansi-fg1"); n == 0 {
 		t.Error("the tool output's ANSI colour is not rendered as a span")
 	}
-	if got := eval[string](p, `document.title`); !strings.Contains(got, "<img") {
+	if got := chrometest.Eval[string](p, `document.title`); !strings.Contains(got, "<img") {
 		t.Errorf("the title should show the prompt as text: %q", got)
 	}
-	p.noErrors()
+	p.NoErrors()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/dshq/dsh/internal/chrometest"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
 )
@@ -67,15 +68,15 @@ func TestLongTrace(t *testing.T) {
 	if len(page) >= 2<<20 {
 		t.Errorf("the trace of a 200-step session is %d bytes, over 2 MB", len(page))
 	}
-	p := newPage(t, 1280, 800)
-	p.openFile(path)
-	if n := p.count(".card"); n != 190 {
+	p := chrometest.New(t, 1280, 800)
+	openFile(p, path)
+	if n := p.Count(".card"); n != 190 {
 		t.Errorf("tool cards = %d, want 190", n)
 	}
-	if n := p.count(".turn"); n != 10 {
+	if n := p.Count(".turn"); n != 10 {
 		t.Errorf("turns = %d, want 10", n)
 	}
-	p.noErrors()
+	p.NoErrors()
 
 	_, small := writeTrace(t, root, kids, TraceOptions{OmitToolOutput: true})
 	if len(small) >= len(page) || strings.Contains(string(small), "Step117 does step 117") {
@@ -91,16 +92,16 @@ func TestLongTrace(t *testing.T) {
 func BenchmarkTraceOpen(b *testing.B) {
 	root, kids := longSession(b)
 	path, page := writeTrace(b, root, kids, TraceOptions{})
-	p := newPage(b, 1280, 800)
+	p := chrometest.New(b, 1280, 800)
 	var wall int
 	cpu0 := chromeCPU(b)
 	for b.Loop() {
-		p.run(chromedp.Navigate("file://" + path))
-		p.waitFor(`document.documentElement.dataset.ready === "1"`)
-		wall += eval[int](p, `+document.documentElement.dataset.readyMs`)
+		p.Run(chromedp.Navigate("file://" + path))
+		p.WaitFor(`document.documentElement.dataset.ready === "1"`)
+		wall += chrometest.Eval[int](p, `+document.documentElement.dataset.readyMs`)
 	}
 	cpu := chromeCPU(b) - cpu0
-	p.noErrors()
+	p.NoErrors()
 	b.ReportMetric(float64(wall)/float64(b.N), "ms/open")
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/open")
 	b.ReportMetric(float64(len(page)), "bytes")
@@ -120,7 +121,7 @@ func chromeCPU(t testing.TB) time.Duration {
 			continue
 		}
 		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !strings.Contains(string(cmd), chrome.dir) {
+		if err != nil || !strings.Contains(string(cmd), chrometest.ProfileDir()) {
 			continue
 		}
 		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")

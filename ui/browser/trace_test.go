@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/dshq/dsh/internal/chrometest"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
 	"github.com/dshq/dsh/tool"
@@ -115,10 +116,10 @@ func writeTrace(t testing.TB, root TraceSession, kids []TraceSession, o TraceOpt
 	return path, buf.Bytes()
 }
 
-func (p *page) openFile(path string) {
-	p.t.Helper()
-	p.run(chromedp.Navigate("file://" + path))
-	p.waitFor(`document.documentElement.dataset.ready === "1"`)
+func openFile(p *chrometest.Page, path string) {
+	p.T.Helper()
+	p.Run(chromedp.Navigate("file://" + path))
+	p.WaitFor(`document.documentElement.dataset.ready === "1"`)
 }
 
 func TestTraceShowsTheSession(t *testing.T) {
@@ -127,89 +128,89 @@ func TestTraceShowsTheSession(t *testing.T) {
 		t.Fatalf("want one child session, got %d", len(kids))
 	}
 	path, _ := writeTrace(t, root, kids, TraceOptions{})
-	p := newPage(t, 1280, 800)
-	p.openFile(path)
+	p := chrometest.New(t, 1280, 800)
+	openFile(p, path)
 
 	// The prompts, the reasoning (collapsed) and the answer as Markdown.
-	if got := p.text(".turn[data-turn='1'] .msg.user .bubble"); got != "Fix the typo in hello.go and check it builds" {
+	if got := p.Text(".turn[data-turn='1'] .msg.user .bubble"); got != "Fix the typo in hello.go and check it builds" {
 		t.Errorf("first prompt = %q", got)
 	}
-	if n := p.count("details.reasoning:not([open])"); n != 1 {
+	if n := p.Count("details.reasoning:not([open])"); n != 1 {
 		t.Errorf("collapsed reasoning blocks = %d, want 1", n)
 	}
-	if got := p.text(".msg.assistant .md h2"); got != "Fixed" {
+	if got := p.Text(".msg.assistant .md h2"); got != "Fixed" {
 		t.Errorf("answer heading = %q", got)
 	}
 	for sel, want := range map[string]int{
 		".md ol > li": 3, ".md li.task input[type=checkbox]": 2, ".md table tbody tr": 2,
 		".codeblock code.lang-go .tok-kw": 1, ".md blockquote a[href='https://go.dev/doc/']": 1,
 	} {
-		if n := p.count(sel); n < want {
+		if n := p.Count(sel); n < want {
 			t.Errorf("%s: %d elements, want at least %d", sel, n, want)
 		}
 	}
 	// Tool cards: read (collapsed), plan, edit with its diff, the denied
 	// command with the reason, the command with coloured output.
-	if n := p.count(".card[data-tool='read'] .card-body[hidden]"); n != 1 {
+	if n := p.Count(".card[data-tool='read'] .card-body[hidden]"); n != 1 {
 		t.Errorf("the read card should start collapsed (%d)", n)
 	}
-	if got := p.text(".card[data-tool='todo_write'] .todo.doing .todo-text"); got != "Fixing the typo" {
+	if got := p.Text(".card[data-tool='todo_write'] .todo.doing .todo-text"); got != "Fixing the typo" {
 		t.Errorf("plan in progress = %q", got)
 	}
-	if got := p.text(".card[data-call='c-edit'] table.diff tr.d-del .d-text"); !strings.Contains(got, "Hello, wrold") {
+	if got := p.Text(".card[data-call='c-edit'] table.diff tr.d-del .d-text"); !strings.Contains(got, "Hello, wrold") {
 		t.Errorf("deleted line = %q", got)
 	}
-	if got := p.text(".card[data-call='c-edit'] table.diff tr.d-ins .d-text"); !strings.Contains(got, "Hello, world") {
+	if got := p.Text(".card[data-call='c-edit'] table.diff tr.d-ins .d-text"); !strings.Contains(got, "Hello, world") {
 		t.Errorf("inserted line = %q", got)
 	}
-	if got := p.text(".card[data-call='c-edit'] .gate-answer"); !strings.Contains(got, "Allowed once") {
+	if got := p.Text(".card[data-call='c-edit'] .gate-answer"); !strings.Contains(got, "Allowed once") {
 		t.Errorf("edit approval = %q", got)
 	}
-	if got := p.text(".card[data-call='c-rm'] .gate-answer.deny"); !strings.Contains(got, "Do not delete build/; just run go vet.") {
+	if got := p.Text(".card[data-call='c-rm'] .gate-answer.deny"); !strings.Contains(got, "Do not delete build/; just run go vet.") {
 		t.Errorf("denial = %q", got)
 	}
-	if got := p.text(".card[data-call='c-vet'] pre.out .ansi-fg2"); got != "ok" {
+	if got := p.Text(".card[data-call='c-vet'] pre.out .ansi-fg2"); got != "ok" {
 		t.Errorf("coloured output = %q", got)
 	}
-	if got := p.text(".card[data-call='c-vet'] .badge.ok"); got != "exit 0" {
+	if got := p.Text(".card[data-call='c-vet'] .badge.ok"); got != "exit 0" {
 		t.Errorf("exit badge = %q", got)
 	}
-	p.shot("trace-1280")
+	p.Shot("trace-1280")
 
 	// Side by side diff.
-	p.run(chromedp.Click(`.card[data-call='c-edit'] button[data-mode='split']`))
-	if n := p.count(".card[data-call='c-edit'] table.diff.split"); n != 1 {
+	p.Run(chromedp.Click(`.card[data-call='c-edit'] button[data-mode='split']`))
+	if n := p.Count(".card[data-call='c-edit'] table.diff.split"); n != 1 {
 		t.Errorf("side-by-side tables = %d", n)
 	}
-	p.run(chromedp.ScrollIntoView(`.card[data-call='c-edit']`))
-	p.shot("trace-diff-split")
+	p.Run(chromedp.ScrollIntoView(`.card[data-call='c-edit']`))
+	p.Shot("trace-diff-split")
 
 	// The subagent under its task call, and its own view.
-	if got := p.text(".card[data-call='c-task'] .sub-text"); got != "There is no README in the workspace." {
+	if got := p.Text(".card[data-call='c-task'] .sub-text"); got != "There is no README in the workspace." {
 		t.Errorf("child summary = %q", got)
 	}
-	p.run(chromedp.Click(`.card[data-call='c-task'] a.sub-open`))
-	p.waitFor(fmt.Sprintf(`location.hash === "#%s" && document.querySelector(".crumbs a.crumb")`, kids[0].Header.ID))
-	if got := p.text(".crumb.current"); got != "Look for a README and report whether it mentions the greeting." {
+	p.Run(chromedp.Click(`.card[data-call='c-task'] a.sub-open`))
+	p.WaitFor(fmt.Sprintf(`location.hash === "#%s" && document.querySelector(".crumbs a.crumb")`, kids[0].Header.ID))
+	if got := p.Text(".crumb.current"); got != "Look for a README and report whether it mentions the greeting." {
 		t.Errorf("child title = %q", got)
 	}
-	if n := p.count(".card[data-tool='glob']"); n != 1 {
+	if n := p.Count(".card[data-tool='glob']"); n != 1 {
 		t.Errorf("child view glob cards = %d", n)
 	}
-	p.shot("trace-child")
-	p.run(chromedp.NavigateBack())
-	p.waitFor(`document.querySelector(".card[data-call='c-task']")`)
+	p.Shot("trace-child")
+	p.Run(chromedp.NavigateBack())
+	p.WaitFor(`document.querySelector(".card[data-call='c-task']")`)
 
 	// The usage panel: two turns charted, the cost at list prices unknown
 	// for the scripted model.
-	p.run(chromedp.Click(`#usage-toggle`))
-	p.waitFor(`!document.getElementById("usage-panel").hidden`)
-	if n := p.count("#usage-panel svg.usage-chart g.bar"); n != 2 {
+	p.Run(chromedp.Click(`#usage-toggle`))
+	p.WaitFor(`!document.getElementById("usage-panel").hidden`)
+	if n := p.Count("#usage-panel svg.usage-chart g.bar"); n != 2 {
 		t.Errorf("chart bars = %d, want 2 (one per turn)", n)
 	}
-	if got := p.text("#usage-panel .usage-table tbody tr[data-turn='1'] td:nth-child(3)"); got != "7" {
+	if got := p.Text("#usage-panel .usage-table tbody tr[data-turn='1'] td:nth-child(3)"); got != "7" {
 		t.Errorf("turn 1 steps = %q, want 7", got)
 	}
-	p.shot("trace-usage")
-	p.noErrors()
+	p.Shot("trace-usage")
+	p.NoErrors()
 }

@@ -81,7 +81,6 @@ func serveWarm(pl *Plan, sigs <-chan os.Signal, lifeline <-chan struct{}) int {
 			if s != syscall.SIGCHLD {
 				return retire()
 			}
-		case <-term: // nothing runs: nothing to stop
 		case m := <-launches:
 			if m.l.Terminate {
 				closeAll(m.fds)
