@@ -173,3 +173,57 @@ func TestRewindPickerInTmux(t *testing.T) {
 	tt.keys("Enter")
 	tt.waitFor("DSH-EXITED:0")
 }
+
+// /diff shows what the session's agent changed, coloured: the file the
+// agent wrote and the one its sed edited, but not a file the user edited
+// between turns.
+func TestDiffInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	dir, home := t.TempDir(), t.TempDir()
+	dir, _ = filepath.EvalSymlinks(dir)
+	srv, _ := rewindModel(t, dir)
+	bin := buildDsh(t)
+	settings := fmt.Sprintf(`{"providers":{"local":{"type":"openai","baseURL":%q,"models":[{"id":"m"}]}}}`, srv.URL+"/v1")
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"keep.txt": "the original\n", "user.txt": "mine\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tt := startTmux(t, bin, dir, home, "--model", "local/m", "--permission-mode", "bypassPermissions")
+	tt.waitFor("local/m", "›")
+	tt.text("/diff")
+	tt.keys("Enter")
+	tt.waitFor("no changes yet")
+	tt.text("make a file")
+	tt.keys("Enter")
+	tt.waitFor("Made it.")
+	tt.idle()
+	// The user edits a file of their own between the turns.
+	if err := os.WriteFile(filepath.Join(dir, "user.txt"), []byte("mine, edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tt.text("edit keep")
+	tt.keys("Enter")
+	tt.waitFor("Edited.")
+	tt.idle()
+	tt.text("/diff")
+	tt.keys("Enter")
+	s := tt.waitFor("Changes this session", "1 modified, 1 created", "+++ b/keep.txt", "-the original", "+the changed", "+++ b/made.txt", "+made by the agent")
+	if strings.Contains(s, "user.txt") {
+		t.Fatalf("/diff shows the user's own edit:\n%s", s)
+	}
+	colored := tt.screenANSI()
+	minus, plus := lineWith(colored, "-the original"), lineWith(colored, "+the changed")
+	if sgr.FindString(minus) == "" || sgr.FindString(plus) == "" || sgr.FindString(minus) == sgr.FindString(plus) {
+		t.Fatalf("the diff is not coloured apart: %q %q", minus, plus)
+	}
+	tt.exit()
+}

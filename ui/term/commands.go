@@ -35,6 +35,7 @@ var commands = []command{
 	{"usage", "", "token usage of this session"},
 	{"cost", "", "what this session cost so far, by model"},
 	{"status", "", "model, provider, session, directory, permission mode, sandbox, MCP servers, memory files"},
+	{"diff", "", "what this session changed in the files, as a diff"},
 	{"context", "", "what the last request held: system prompt, tools, memory files, MCP tools, history"},
 	{"exit", "", "quit (also /quit, ctrl-d on an empty line)"},
 }
@@ -80,6 +81,8 @@ func (u *ui) command(line string) {
 		u.tr.Note(u.statusReport())
 	case "context":
 		u.tr.Note(u.contextReport())
+	case "diff":
+		u.diffCmd()
 	case "usage":
 		t := u.tr.Total
 		u.tr.Note(fmt.Sprintf("this session: %d %s · in %s · out %s · cache read %s · cache write %s",

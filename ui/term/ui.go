@@ -532,6 +532,8 @@ func (u *ui) handle(m any) {
 		u.compacted(m)
 	case rewindListed:
 		u.rewindListed(m)
+	case diffListed:
+		u.diffListed(m)
 	case rewindDone:
 		u.rewound(m)
 	case customReady:
