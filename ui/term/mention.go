@@ -43,7 +43,6 @@ type mentionIndex struct {
 func newMentionIndex(ctx context.Context, root string, ready func()) *mentionIndex {
 	ix := &mentionIndex{root: root, done: make(chan struct{})}
 	go func() {
-		defer close(ix.done)
 		ix.err = search.Default.Paths(ctx, root, false, func(rel string, dir bool) bool {
 			if dir {
 				rel += "/"
@@ -51,6 +50,10 @@ func newMentionIndex(ctx context.Context, root string, ready func()) *mentionInd
 			ix.paths = append(ix.paths, rel)
 			return len(ix.paths) < maxIndexed
 		})
+		// done closes before ready runs: the UI answers ready by asking
+		// ready(), and a listing still "not ready" then would leave the
+		// prompt showing "indexing files…" with no later wake-up.
+		close(ix.done)
 		if ready != nil {
 			ready()
 		}

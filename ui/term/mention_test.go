@@ -130,6 +130,32 @@ func makeTree100k(b *testing.B) string {
 	return tree100k.dir
 }
 
+// The listing is ready by the time it says so: the UI answers the ready
+// callback by asking ready(), and a false answer then was a lost wake-up
+// (the prompt stayed at "indexing files…"; seen in CI).
+func TestMentionIndexReadyWhenItSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		got := make(chan bool, 1)
+		var ix *mentionIndex
+		var mu sync.Mutex
+		mu.Lock()
+		ix = newMentionIndex(context.Background(), dir, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			got <- ix.ready()
+		})
+		mu.Unlock()
+		if !<-got {
+			t.Fatal("the ready callback ran while the index still reported not ready")
+		}
+		<-ix.done
+	}
+}
+
 // BenchmarkMentionFirstSuggestions is @ completion from nothing on a
 // 100,000-file tree: the listing (what the first @ starts) and the ranking
 // of the first query.
