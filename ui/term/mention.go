@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
@@ -32,33 +33,66 @@ const maxIndexed = 1_000_000
 const mentionShown = 6
 
 // mentionIndex is the working directory's paths, listed once in the
-// background on the first @ (never on the start path).
+// background on the first @ (never on the start path). Suggestions rank
+// what is listed so far while the listing streams, so the first ones show
+// long before a large tree is listed.
 type mentionIndex struct {
-	root  string
-	done  chan struct{}
-	paths []string // directories end in "/"
-	err   error
+	root string
+	done chan struct{}
+	err  error
+
+	mu    sync.Mutex
+	paths []string // directories end in "/"; only appended to
 }
 
-func newMentionIndex(ctx context.Context, root string, ready func()) *mentionIndex {
+// mentionBatch is how many paths are listed between two progress calls.
+const mentionBatch = 4096
+
+// newMentionIndex starts the listing: progress is called after each
+// batch of paths (and once more when the listing ends).
+func newMentionIndex(ctx context.Context, root string, progress func()) *mentionIndex {
 	ix := &mentionIndex{root: root, done: make(chan struct{})}
 	go func() {
+		batch := make([]string, 0, mentionBatch)
+		n := 0
+		flush := func(last bool) {
+			ix.mu.Lock()
+			ix.paths = append(ix.paths, batch...)
+			ix.mu.Unlock()
+			batch = batch[:0]
+			if last {
+				// done closes before the last call: the UI answers it by
+				// asking ready(), and a listing still "not ready" then
+				// would leave the prompt saying it is listing, with no
+				// later wake-up.
+				close(ix.done)
+			}
+			if progress != nil {
+				progress()
+			}
+		}
 		ix.err = search.Default.Paths(ctx, root, false, func(rel string, dir bool) bool {
 			if dir {
 				rel += "/"
 			}
-			ix.paths = append(ix.paths, rel)
-			return len(ix.paths) < maxIndexed
+			batch = append(batch, rel)
+			n++
+			if len(batch) == mentionBatch {
+				flush(false)
+			}
+			return n < maxIndexed
 		})
-		// done closes before ready runs: the UI answers ready by asking
-		// ready(), and a listing still "not ready" then would leave the
-		// prompt showing "indexing files…" with no later wake-up.
-		close(ix.done)
-		if ready != nil {
-			ready()
-		}
+		flush(true)
 	}()
 	return ix
+}
+
+// listed is what the listing found so far: a prefix of the final list
+// (safe to read after the lock is released, since it is only appended to).
+func (ix *mentionIndex) listed() []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.paths[:len(ix.paths):len(ix.paths)]
 }
 
 // ready reports whether the listing finished.
@@ -188,28 +222,34 @@ func mentionToken(p string) string {
 	return "@" + p
 }
 
-// mentionSuggest refreshes the suggestions for the @word at the cursor.
+// mentionSuggest refreshes the suggestions for the @word at the cursor:
+// over what is listed so far while the listing runs.
 func (u *ui) mentionSuggest() {
 	_, q, ok := u.ed.mentionWord()
 	if !ok || u.ed.Searching() {
-		u.mentions, u.mentionQuery = nil, ""
+		u.mentions, u.mentionQuery, u.mentionSeen, u.mentionRanked = nil, "", 0, false
 		return
 	}
 	if u.mentionIx == nil || u.mentionIx.root != u.cwd() {
 		u.mentionIx = newMentionIndex(u.ctx, u.cwd(), func() { u.q.push(mentionReady{}) })
+		u.mentionRanked = false
 	}
-	if !u.mentionIx.ready() {
-		u.mentions, u.mentionQuery = nil, "\x00indexing"
+	paths := u.mentionIx.listed()
+	if u.mentionRanked && u.mentionQuery == q && u.mentionSeen <= len(paths) {
+		// The same query over a longer listing: the best of what was
+		// ranked and of what is new is the best of all.
+		if u.mentionSeen < len(paths) {
+			u.mentions = rankPaths(append(slices.Clone(u.mentions), paths[u.mentionSeen:]...), q, mentionShown)
+			u.mentionSeen = len(paths)
+		}
 		return
 	}
-	if u.mentions != nil && u.mentionQuery == q {
-		return
-	}
-	u.mentionQuery = q
-	u.mentions = rankPaths(u.mentionIx.paths, q, mentionShown)
+	u.mentionQuery, u.mentionSeen, u.mentionRanked = q, len(paths), true
+	u.mentions = rankPaths(paths, q, mentionShown)
 }
 
-// mentionReady: the index finished; suggestions can show.
+// mentionReady: the listing found more paths (or finished); the
+// suggestions are ranked again.
 type mentionReady struct{}
 
 // mentionAccept completes the @word with the first suggestion: a file ends
@@ -225,29 +265,34 @@ func (u *ui) mentionAccept() bool {
 		tok += " "
 	}
 	u.ed.replace(start, tok)
-	u.mentions = nil
+	u.mentions, u.mentionRanked = nil, false
 	u.mentionSuggest()
 	return true
 }
 
 // mentionRows are the suggestions under the prompt.
 func (u *ui) mentionRows(w int) []string {
-	if u.mentionQuery == "\x00indexing" {
-		return []string{u.st.Dim("  indexing files…")}
-	}
+	_, _, typing := u.ed.mentionWord()
+	listing := typing && u.mentionIx != nil && !u.mentionIx.ready()
 	if len(u.mentions) == 0 {
-		if _, _, ok := u.ed.mentionWord(); ok && u.mentionIx != nil && u.mentionIx.ready() {
+		switch {
+		case listing:
+			return []string{u.st.Dim(fmt.Sprintf("  listing files… (%d so far)", u.mentionSeen))}
+		case typing && u.mentionIx != nil:
 			return []string{u.st.Dim("  no matching file")}
 		}
 		return nil
 	}
-	rows := make([]string, 0, len(u.mentions))
+	rows := make([]string, 0, len(u.mentions)+1)
 	for i, p := range u.mentions {
 		line := "  " + sanitize(p)
 		if i == 0 {
 			line = u.st.Accent("› "+sanitize(p)) + u.st.Dim("  (tab)")
 		}
 		rows = append(rows, ansi.Truncate(line, w, "…"))
+	}
+	if listing {
+		rows = append(rows, u.st.Dim(fmt.Sprintf("  listing files… (%d so far)", u.mentionSeen)))
 	}
 	return rows
 }

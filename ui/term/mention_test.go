@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/scripted"
@@ -157,21 +158,50 @@ func TestMentionIndexReadyWhenItSaysSo(t *testing.T) {
 }
 
 // BenchmarkMentionFirstSuggestions is @ completion from nothing on a
-// 100,000-file tree: the listing (what the first @ starts) and the ranking
-// of the first query.
+// 100,000-file tree, as the terminal does it: the listing starts on the
+// first @ and each batch it streams is ranked until suggestions show.
+// ns/op is the time to the first suggestions for "@hand" (matching
+// anywhere in the tree); deep-ms is the time to those for a query naming
+// one deep directory, which the listing must reach first; listed-ms the
+// whole listing.
 func BenchmarkMentionFirstSuggestions(b *testing.B) {
 	dir := makeTree100k(b)
+	var deep, listed time.Duration
 	b.ResetTimer()
 	for range b.N {
-		ix := newMentionIndex(context.Background(), dir, nil)
+		start := time.Now()
+		more := make(chan struct{}, 1)
+		ix := newMentionIndex(context.Background(), dir, func() {
+			select {
+			case more <- struct{}{}:
+			default:
+			}
+		})
+		first := false
+		for !first {
+			<-more
+			first = len(rankPaths(ix.listed(), "hand", mentionShown)) > 0
+		}
+		b.StopTimer()
+		for len(rankPaths(ix.listed(), "p42pt3f7hand", mentionShown)) == 0 {
+			select {
+			case <-more:
+			case <-ix.done:
+				if len(rankPaths(ix.listed(), "p42pt3f7hand", mentionShown)) == 0 {
+					b.Fatal("no suggestion")
+				}
+			}
+		}
+		deep += time.Since(start)
 		<-ix.done
-		if len(ix.paths) < 100_000 {
-			b.Fatalf("%d paths", len(ix.paths))
+		listed += time.Since(start)
+		if n := len(ix.listed()); n < 100_000 {
+			b.Fatalf("%d paths", n)
 		}
-		if got := rankPaths(ix.paths, "p42pt3f7hand", mentionShown); len(got) == 0 {
-			b.Fatal("no suggestion")
-		}
+		b.StartTimer()
 	}
+	b.ReportMetric(float64(deep.Milliseconds())/float64(b.N), "deep-ms")
+	b.ReportMetric(float64(listed.Milliseconds())/float64(b.N), "listed-ms")
 }
 
 // BenchmarkMentionRank is one keystroke's ranking over 100,000 paths.
@@ -181,8 +211,34 @@ func BenchmarkMentionRank(b *testing.B) {
 	<-ix.done
 	b.ResetTimer()
 	for range b.N {
-		if got := rankPaths(ix.paths, "p42pt3f7hand", mentionShown); len(got) == 0 {
+		if got := rankPaths(ix.listed(), "p42pt3f7hand", mentionShown); len(got) == 0 {
 			b.Fatal("no suggestion")
+		}
+	}
+}
+
+// Ranking a listing as it streams (the best so far merged with each new
+// batch) finds what ranking the whole listing finds.
+func TestRankWhileListing(t *testing.T) {
+	var paths []string
+	for i := range 3000 {
+		paths = append(paths, fmt.Sprintf("pkg%02d/part%d/file_%03d_handler.go", i%37, i%7, i))
+	}
+	for _, q := range []string{"hand", "p12pt3f", "file_29", ""} {
+		var best []string
+		for lo := 0; lo < len(paths); lo += 256 {
+			best = rankPaths(append(best, paths[lo:min(lo+256, len(paths))]...), q, mentionShown)
+		}
+		want := rankPaths(paths, q, mentionShown)
+		score := func(ps []string) (s []int) {
+			for _, p := range ps {
+				v, _ := fuzzyScore(p, []byte(strings.ToLower(q)))
+				s = append(s, v)
+			}
+			return s
+		}
+		if fmt.Sprint(score(best)) != fmt.Sprint(score(want)) || len(want) == 0 && q != "" {
+			t.Fatalf("%q: streamed %q, whole %q", q, best, want)
 		}
 	}
 }

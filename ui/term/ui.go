@@ -163,9 +163,11 @@ type ui struct {
 	suspend func()
 	// mentionIx lists the directory for @ completion (nil until the first
 	// @); mentions are the suggestions for mentionQuery, the @word typed.
-	mentionIx    *mentionIndex
-	mentions     []string
-	mentionQuery string
+	mentionIx     *mentionIndex
+	mentions      []string
+	mentionQuery  string
+	mentionSeen   int  // how many listed paths the suggestions ranked
+	mentionRanked bool // mentions rank mentionQuery over mentionSeen paths
 	// shells counts the ! commands running; shellN numbers them.
 	shells, shellN int
 
@@ -541,7 +543,6 @@ func (u *ui) handle(m any) {
 	case shellDone:
 		u.shellFinished(m)
 	case mentionReady:
-		u.mentions = nil
 		u.mentionSuggest()
 	case mentionSend:
 		u.mentionSent(m)
