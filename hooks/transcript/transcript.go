@@ -8,19 +8,32 @@
 // the last assistant line for a marker, a chat logger — read it unchanged.
 //
 // The transcript is derived, never a source: the session log stays the
-// record. When a session goes live (created, resumed, forked) its file is
-// rewritten from the log, then each new event is appended as it happens,
+// record. When a session goes live (created, forked) its file is written
+// from the log, then each new event is appended as it happens,
 // synchronously on the appending goroutine, so a Stop hook sees the final
 // assistant message. Ids are derived from the session and event, so a
-// resumed session's rewrite reproduces the same lines. dsh never reads the
-// file back.
+// rewrite reproduces the same lines.
+//
+// A resumed session appends instead of rewriting (rewriting a 100k-event
+// transcript was most of a resume's time): at each turn end and on close
+// the writer records a mark beside the file — the events written, the
+// file's length, where its last line starts and that line's uuid, the
+// converter's pending state. On resume the mark is trusted only if the
+// file still holds that prefix (its last line ends at the recorded length
+// with the recorded uuid) and the log's event before the mark is the one
+// recorded; the file is then cut back to the mark (dropping lines a
+// crash left after it) and the events after the mark are appended. Any
+// other case rewrites the whole file and logs why. dsh reads back only
+// the mark and the tail of that one line.
 package transcript
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -63,7 +76,35 @@ type file struct {
 	old   json.RawMessage // the list before the last todo_write
 	env   envelope
 	bad   bool // a write failed: stop writing, the log said so once
+
+	size   int64  // the file's length after the last write
+	lineAt int64  // where the last line starts
+	last   string // the type of event next-1
+	lastAt int64  // its time
 }
+
+// mark is what a resume needs to append to a transcript instead of
+// rewriting it (see the package doc), kept in a hidden file beside it.
+type mark struct {
+	Format    int                             `json:"format"`
+	SessionID string                          `json:"sessionId"`
+	AgentID   string                          `json:"agentId,omitempty"`
+	Cwd       string                          `json:"cwd"`
+	Version   string                          `json:"version"`
+	Next      int64                           `json:"next"`
+	Size      int64                           `json:"size"`
+	LineAt    int64                           `json:"lineAt"`
+	Prev      string                          `json:"prev"`
+	LastType  string                          `json:"lastType"`
+	LastTime  int64                           `json:"lastTime"`
+	Calls     map[llm.CallID]session.ToolCall `json:"calls,omitempty"`
+	Todos     json.RawMessage                 `json:"todos,omitempty"`
+	Old       json.RawMessage                 `json:"old,omitempty"`
+}
+
+// markFormat changes when the lines a log converts to change, so an
+// older dsh's transcript is rewritten rather than continued.
+const markFormat = 1
 
 // envelope is the part of every line that names the session.
 type envelope struct {
@@ -110,8 +151,9 @@ func (w *Writer) Install(scope *kernel.Scope, live *session.Live) error {
 	return scope.Defer(w.close)
 }
 
-// created rewrites a session's transcript from its log (its seed, for a
-// resumed or forked session) and keeps the file open for appends.
+// created continues a resumed session's transcript after its mark, or
+// writes it from the log (its seed, for a forked session), and keeps the
+// file open for appends.
 func (w *Writer) created(_ context.Context, s *session.Session) error {
 	fl, err := w.open(s)
 	if err != nil {
@@ -120,7 +162,7 @@ func (w *Writer) created(_ context.Context, s *session.Session) error {
 	}
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	err = s.Range(context.Background(), 0, int64(s.Len()), func(e session.Event) error {
+	err = s.Range(context.Background(), fl.next, int64(s.Len()), func(e session.Event) error {
 		w.write(fl, e)
 		return nil
 	})
@@ -148,6 +190,157 @@ func (w *Writer) open(s *session.Session) (*file, error) {
 		return nil, err
 	}
 	path := w.Path(s.ID())
+	env := envelope{sessionID: string(s.ID()), cwd: s.Cwd()}
+	if s.Header().ParentSession != "" {
+		env.sessionID, env.agentID = string(w.root(s)), string(s.ID())
+	}
+	fl, why := w.resume(s, path, env)
+	if fl == nil {
+		if why != "" {
+			w.log.Info("transcript: rewriting the whole transcript", "path", path, "reason", why)
+		}
+		os.Remove(w.markPath(s.ID()))
+		var err error
+		if fl, err = w.rewrite(s, path, env); err != nil {
+			return nil, err
+		}
+	}
+	w.mu.Lock()
+	if old := w.files[s.ID()]; old != nil {
+		old.f.Close()
+	}
+	w.files[s.ID()] = fl
+	w.mu.Unlock()
+	return fl, nil
+}
+
+// markPath is the mark of a session's transcript (hidden, so a hook that
+// lists the transcripts does not see it).
+func (w *Writer) markPath(id session.ID) string {
+	return filepath.Join(w.dir, "."+safeName(string(id))+".mark")
+}
+
+// resume opens a transcript to continue after its mark, or returns why it
+// cannot ("" when there is nothing to continue: a new session).
+func (w *Writer) resume(s *session.Session, path string, env envelope) (*file, string) {
+	b, err := os.ReadFile(w.markPath(s.ID()))
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(path); err == nil {
+			return nil, "it has no mark (written by an older dsh, or the process ended before a turn did)"
+		}
+		return nil, ""
+	}
+	if err != nil {
+		return nil, "its mark cannot be read: " + err.Error()
+	}
+	var m mark
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, "its mark is torn: " + err.Error()
+	}
+	switch {
+	case m.Format != markFormat || m.Version != w.version:
+		return nil, "its mark is from another format or dsh version"
+	case m.SessionID != env.sessionID || m.AgentID != env.agentID || m.Cwd != env.cwd:
+		return nil, "its mark names another session or directory"
+	case m.Next <= 0 || m.Next > int64(s.Len()) || m.LineAt < 0 || m.LineAt >= m.Size:
+		return nil, fmt.Sprintf("its mark (%d events) does not fit the log (%d events)", m.Next, s.Len())
+	}
+	var at session.Event
+	found := false
+	if err := s.Range(context.Background(), m.Next-1, m.Next, func(e session.Event) error {
+		at, found = e, true
+		return nil
+	}); err != nil || !found || at.Type != m.LastType || at.Time != m.LastTime {
+		return nil, "the log's event before the mark is not the one the mark recorded"
+	}
+	f, err := private.OpenFile(path, os.O_RDWR|os.O_APPEND)
+	if err != nil {
+		return nil, "it cannot be opened: " + err.Error()
+	}
+	if why := holds(f, m); why != "" {
+		f.Close()
+		return nil, why
+	}
+	if err := f.Truncate(m.Size); err != nil {
+		f.Close()
+		return nil, "it cannot be cut back to its mark: " + err.Error()
+	}
+	fl := &file{f: f, next: m.Next, prev: m.Prev, conv: claudemsg.Converter{Session: string(s.ID())}, calls: m.Calls, todos: m.Todos, old: m.Old, env: env,
+		size: m.Size, lineAt: m.LineAt, last: m.LastType, lastAt: m.LastTime}
+	if fl.calls == nil {
+		fl.calls = map[llm.CallID]session.ToolCall{}
+	}
+	return fl, ""
+}
+
+// holds says why f does not hold the prefix m records ("" when it does):
+// the line starting at m.LineAt must end at m.Size and carry m.Prev as its
+// uuid. Only the line's tail is read (the uuid is among its last fields).
+func holds(f *os.File, m mark) string {
+	st, err := f.Stat()
+	if err != nil {
+		return "it cannot be read: " + err.Error()
+	}
+	if st.Size() < m.Size {
+		return fmt.Sprintf("it is shorter (%d bytes) than its mark (%d)", st.Size(), m.Size)
+	}
+	from := max(m.LineAt, m.Size-4096)
+	tail := make([]byte, m.Size-from)
+	if _, err := f.ReadAt(tail, from); err != nil {
+		return "it cannot be read: " + err.Error()
+	}
+	want := `,"uuid":` + string(llm.AppendJSONString(nil, m.Prev)) + `,"timestamp":`
+	if tail[len(tail)-1] != '\n' || !strings.Contains(string(tail), want) {
+		return "its line at the mark is not the one the mark recorded"
+	}
+	if m.LineAt > 0 {
+		var nl [1]byte
+		if _, err := f.ReadAt(nl[:], m.LineAt-1); err != nil || nl[0] != '\n' {
+			return "its line at the mark does not start a line"
+		}
+	}
+	return ""
+}
+
+// saveMark records where the transcript stands (at a turn end and on
+// close). It is not synced: a mark a crash tore fails its check and the
+// next resume rewrites.
+func (w *Writer) saveMark(fl *file) {
+	if fl.bad || fl.next == 0 || fl.prev == "" {
+		return
+	}
+	m := mark{Format: markFormat, SessionID: fl.env.sessionID, AgentID: fl.env.agentID, Cwd: fl.env.cwd, Version: w.version,
+		Next: fl.next, Size: fl.size, LineAt: fl.lineAt, Prev: fl.prev, LastType: fl.last, LastTime: fl.lastAt,
+		Calls: fl.calls, Todos: fl.todos, Old: fl.old}
+	b, err := json.Marshal(m)
+	if err == nil {
+		err = writeMark(w.markPath(session.ID(fl.conv.Session)), b)
+	}
+	if err != nil {
+		w.log.Warn("transcript: cannot record the transcript's mark; the next resume rewrites it", "path", fl.f.Name(), "err", err)
+	}
+}
+
+func writeMark(name string, b []byte) error {
+	tmp, err := private.CreateTemp(filepath.Dir(name), ".mark-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// rewrite starts a session's transcript afresh.
+func (w *Writer) rewrite(s *session.Session, path string, env envelope) (*file, error) {
 	// Rewrite through a temporary file, so a reader never sees a
 	// half-written transcript and an older one is replaced whole.
 	tmp, err := private.CreateTemp(w.dir, ".transcript-*")
@@ -165,18 +358,7 @@ func (w *Writer) open(s *session.Session) (*file, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := envelope{sessionID: string(s.ID()), cwd: s.Cwd()}
-	if s.Header().ParentSession != "" {
-		env.sessionID, env.agentID = string(w.root(s)), string(s.ID())
-	}
-	fl := &file{f: f, conv: claudemsg.Converter{Session: string(s.ID())}, calls: map[llm.CallID]session.ToolCall{}, env: env}
-	w.mu.Lock()
-	if old := w.files[s.ID()]; old != nil {
-		old.f.Close()
-	}
-	w.files[s.ID()] = fl
-	w.mu.Unlock()
-	return fl, nil
+	return &file{f: f, conv: claudemsg.Converter{Session: string(s.ID())}, calls: map[llm.CallID]session.ToolCall{}, env: env}, nil
 }
 
 // root is the top-level session a child descends from (Claude Code's
@@ -198,6 +380,7 @@ func (w *Writer) close() error {
 	defer w.mu.Unlock()
 	for id, fl := range w.files {
 		fl.mu.Lock()
+		w.saveMark(fl)
 		fl.f.Close()
 		fl.mu.Unlock()
 		delete(w.files, id)
@@ -210,23 +393,28 @@ func (w *Writer) write(fl *file, e session.Event) {
 	if fl.bad || e.Seq < fl.next {
 		return
 	}
-	fl.next = e.Seq + 1
+	fl.next, fl.last, fl.lastAt = e.Seq+1, e.Type, e.Time
 	lines := w.lines(fl, e)
-	if len(lines) == 0 {
-		return
-	}
-	bw := bufio.NewWriter(fl.f)
-	for _, l := range lines {
-		b, err := l.appendJSON(nil)
-		if err != nil {
-			w.log.Warn("transcript: a line cannot be encoded and is left out", "path", fl.f.Name(), "seq", e.Seq, "err", err)
-			continue
+	if len(lines) > 0 {
+		bw := bufio.NewWriter(fl.f)
+		for _, l := range lines {
+			b, err := l.appendJSON(nil)
+			if err != nil {
+				w.log.Warn("transcript: a line cannot be encoded and is left out", "path", fl.f.Name(), "seq", e.Seq, "err", err)
+				continue
+			}
+			bw.Write(append(b, '\n'))
+			fl.lineAt = fl.size
+			fl.size += int64(len(b)) + 1
 		}
-		bw.Write(append(b, '\n'))
+		if err := bw.Flush(); err != nil {
+			fl.bad = true
+			w.log.Warn("transcript: writing failed; this session's transcript stops here", "path", fl.f.Name(), "err", err)
+			return
+		}
 	}
-	if err := bw.Flush(); err != nil {
-		fl.bad = true
-		w.log.Warn("transcript: writing failed; this session's transcript stops here", "path", fl.f.Name(), "err", err)
+	if e.Type == session.TypeTurnEnd {
+		w.saveMark(fl)
 	}
 }
 

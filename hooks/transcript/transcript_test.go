@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,5 +201,119 @@ func TestTranscriptReadsWithJq(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "Done. MARKER-42" {
 		t.Fatalf("jq read %q (%v)", out, err)
+	}
+}
+
+// resumeInto makes s live again under a new writer on dir, appends one
+// event after the seed, and returns the transcript, what was logged, the
+// file's inode before the append, and what a full rewrite of the resumed
+// log gives.
+func resumeInto(t *testing.T, dir string, s *session.Session) ([]byte, string, uint64, []byte, *session.Session) {
+	t.Helper()
+	var logged bytes.Buffer
+	live := session.NewLive(nil)
+	scope := kernel.NewScope("resume")
+	defer scope.Close()
+	w := transcript.New(dir, "9.9.9", slog.New(slog.NewTextHandler(&logged, nil)))
+	if err := w.Install(scope, live); err != nil {
+		t.Fatal(err)
+	}
+	again, err := live.Create(context.Background(), scope, s.ID(), session.Options{Header: s.Header(), Seed: s.Events()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(w.Path(s.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := st.Sys().(*syscall.Stat_t).Ino
+	if _, err := again.Writer(ownership.Fixtures).AppendSurface(context.Background(), session.TypeContextMessage, session.Prompt{Content: []llm.Block{llm.Text("later")}}, session.AppendOp, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(w.Path(s.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := transcript.New(t.TempDir(), "9.9.9", nil)
+	live2, scope2 := session.NewLive(nil), kernel.NewScope("fresh")
+	defer scope2.Close()
+	if err := fresh.Install(scope2, live2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live2.Create(context.Background(), scope2, s.ID(), session.Options{Header: s.Header(), Seed: again.Events()}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(fresh.Path(s.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, logged.String(), ino, want, again
+}
+
+// A resume appends after the mark the last turn end recorded, and the
+// result is byte for byte what a rewrite from the log gives: lines a crash
+// left after the mark are cut, a torn mark or a changed file is rewritten
+// (and the log says why).
+func TestTranscriptResumeAppends(t *testing.T) {
+	s, w, _ := run(t)
+	dir := filepath.Dir(w.Path(s.ID()))
+	path := w.Path(s.ID())
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := st.Sys().(*syscall.Stat_t).Ino
+	if _, why, _, _, _ := resumeInto(t, t.TempDir(), s); why != "" { // no transcript yet: a full write
+		t.Fatalf("a new transcript logged %q", why)
+	}
+	// A crash left half a line after the mark.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"parentUuid":"torn`)
+	f.Close()
+	got, why, ino2, want, _ := resumeInto(t, dir, s)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the continued transcript differs from a rewrite:\n%s\n---\n%s", got, want)
+	}
+	if why != "" || ino2 != ino {
+		t.Fatalf("the resume rewrote the transcript (log %q, inode %d → %d)", why, ino, ino2)
+	}
+
+	for _, c := range []struct {
+		name, reason string
+		spoil        func()
+	}{
+		{"torn mark", "mark is torn", func() {
+			marks, _ := filepath.Glob(filepath.Join(dir, ".*.mark"))
+			if len(marks) != 1 {
+				t.Fatalf("marks: %v", marks)
+			}
+			b, _ := os.ReadFile(marks[0])
+			os.WriteFile(marks[0], b[:len(b)/2], 0o600)
+		}},
+		{"changed last line", "line at the mark", func() {
+			b, _ := os.ReadFile(path)
+			os.WriteFile(path, bytes.Replace(b, []byte(`"uuid":"`), []byte(`"uuid":"x`), -1), 0o600)
+		}},
+		{"shorter file", "shorter", func() {
+			b, _ := os.ReadFile(path)
+			os.WriteFile(path, b[:len(b)/2], 0o600)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Start each case from a good mark: a first resume records it
+			// on close.
+			_, _, _, _, s := resumeInto(t, dir, s)
+			c.spoil()
+			got, why, _, want, _ := resumeInto(t, dir, s)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("the rewritten transcript differs:\n%s\n---\n%s", got, want)
+			}
+			if !strings.Contains(why, "rewriting the whole transcript") || !strings.Contains(why, c.reason) {
+				t.Fatalf("the log says %q, want the rewrite and %q", why, c.reason)
+			}
+		})
 	}
 }
