@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dshq/dsh/internal/redact"
 	"log/slog"
 	"net/http"
 	"os"
@@ -119,6 +120,8 @@ type Server struct {
 	limiters map[string]*rate.Limiter
 
 	web webLogins
+	// scrub removes secrets from what the server sends outside the log.
+	scrub *redact.Scrubber
 
 	wsMu       sync.Mutex
 	workspaces map[string]*wsEntry
@@ -179,7 +182,7 @@ func New(o Options) (*Server, error) {
 	if len(o.Roots) == 0 {
 		return nil, errors.New("serve: at least one workspace root is required")
 	}
-	s := &Server{o: o, log: o.Logger, limiters: map[string]*rate.Limiter{}, workspaces: map[string]*wsEntry{},
+	s := &Server{o: o, log: o.Logger, scrub: newScrubber(), limiters: map[string]*rate.Limiter{}, workspaces: map[string]*wsEntry{},
 		sessions: map[string]*entry{}, stop: make(chan struct{})}
 	for _, r := range o.Roots {
 		if !filepath.IsAbs(r) {

@@ -94,6 +94,9 @@ func (s *Server) workspace(ctx context.Context, dir, sandboxMode string) (*wsEnt
 // install adds the server's listeners to a workspace's host: the session
 // record at turn starts.
 func (s *Server) install(w *wsEntry) error {
+	if err := s.installProgress(w); err != nil {
+		return err
+	}
 	h := w.app.Host
 	return h.Scope.Add(h.Sessions.Appended.Listen(func(ctx context.Context, ap session.Appended) error {
 		if ap.Event.Type != session.TypeTurnStart {
@@ -121,6 +124,8 @@ type entry struct {
 	dir string
 
 	metaDirty atomic.Bool
+	// output is what its running calls printed lately, for live streams.
+	output liveOutput
 
 	// load serializes loading and eviction.
 	load sync.Mutex

@@ -160,6 +160,12 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	go s.heartbeat(ctx, func() error { return write([]byte(": ping\n\n")) })
+	var fwd sync.WaitGroup
+	fwd.Go(func() { s.forwardProgress(ctx, e, write) })
+	defer func() {
+		cancel()
+		fwd.Wait() // no write once the handler returns
+	}()
 	buf := make([]byte, 0, 512)
 	_ = s.follow(ctx, e, from, func(ev session.Event) error {
 		b, err := json.Marshal(ev)

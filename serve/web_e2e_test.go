@@ -101,6 +101,13 @@ func (m *webModel) reply(req fakeanthropic.Request) fakeanthropic.Reply {
 		return fakeanthropic.Reply{Text: "I read the steering message."}
 	case strings.Contains(text, "please be slow"), strings.Contains(text, "please wait"):
 		return fakeanthropic.Reply{Text: "slowly answering: the first part, then the rest", Chunks: 4, Hold: m.hold(&m.slow)}
+	case strings.Contains(text, "please print slowly"):
+		// Lines over time, a secret among them, then it waits for the
+		// test's gate file: the card must show the lines while it runs.
+		cmd := "for i in 1 2 3; do echo LIVE-LINE-$i; sleep 0.2; done; echo key=" + secretKey +
+			"; while [ ! -e " + filepath.Join(m.dir, "gate") + " ]; do sleep 0.05; done; echo AFTER-GATE"
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_live", Name: "bash",
+			Input: map[string]any{"command": cmd, "description": "print slowly"}}}}
 	case strings.Contains(text, "please be hostile"):
 		out := strings.ReplaceAll(hostile, "'", `'"'"'`)
 		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_evil", Name: "bash",
@@ -404,6 +411,41 @@ func TestWebUIHostileContent(t *testing.T) {
 		// caller passes one; none should reach the console here.
 		t.Errorf("the page reported errors: %v", p.Errors())
 	}
+}
+
+// TestWebLiveToolOutput: a running command's output reaches its card
+// while it runs (the server forwards tool progress on the event stream),
+// scrubbed of the server's secrets.
+func TestWebLiveToolOutput(t *testing.T) {
+	w := startWeb(t)
+	c := client.New(w.p.URL, w.token)
+	s, err := c.CreateSession(context.Background(), api.CreateSession{Workspace: w.ws, PermissionMode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := chrometest.New(t, 1280, 800)
+	w.login(p)
+	p.Run(chromedp.Navigate(w.p.URL + "/ui#/s/" + string(s.ID)))
+	p.WaitFor(`document.querySelector("#prompt")`)
+	send(p, "please print slowly")
+	live := `.card[data-call='toolu_live'] pre.out.live`
+	p.WaitFor(`document.querySelector(` + js(live) + `) && document.querySelector(` + js(live) + `).textContent.includes("LIVE-LINE-3") && document.querySelector(` + js(live) + `).textContent.includes("key=")`)
+	if st := chrometest.Eval[string](p, `document.querySelector(".card[data-call='toolu_live']").dataset.state`); st == "done" {
+		t.Fatalf("the card is %q before the command could end", st)
+	}
+	got := p.Text(live)
+	if strings.Contains(got, secretKey) {
+		t.Errorf("the live output shows the server's secret: %q", got)
+	}
+	if strings.Contains(got, "AFTER-GATE") {
+		t.Fatalf("the command went past its gate: %q", got)
+	}
+	p.Shot("live-output")
+	if err := os.WriteFile(filepath.Join(w.ws, "gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitFor(`document.querySelector(".card[data-call='toolu_live']").dataset.state === "done"`)
+	p.WaitFor(`document.querySelector(".card[data-call='toolu_live']").textContent.includes("AFTER-GATE")`)
 }
 
 // TestWebLoginAndCSRF: the log-in exchange and the CSRF rule, over plain

@@ -341,6 +341,16 @@
       }
       c.view.apply(ev);
     };
+    // Live output of running calls: not in the log, so no id.
+    es.addEventListener('progress', (m) => {
+      let p;
+      try {
+        p = JSON.parse(m.data);
+      } catch (e) {
+        return;
+      }
+      if (p && typeof p.call === 'string' && typeof p.output === 'string') c.view.progress(p.call, p.output);
+    });
     es.onopen = () => setNote(c, '');
     es.onerror = () => {
       if (c.closed) return;
