@@ -149,7 +149,7 @@ func Attach(ctx context.Context, o AttachOptions) error {
 	a.tr.Note(a.st.Bold("dsh "+o.Version) + a.st.Dim(" · attached to session "+string(o.ID)+" · "+shortPath(o.Cwd, o.Env)+" · "+o.Model))
 	a.draw()
 	a.loop()
-	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), nil, -1, 0, a.height()))
+	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), nil, -1, 0, a.width(), a.height()))
 	fmt.Fprintf(a.out, "\r\nDetached; the session goes on in the server. Attach again: dsh remote attach %s\r\n", o.ID)
 	if a.err != nil && !errors.Is(a.err, context.Canceled) {
 		return a.err
@@ -346,7 +346,7 @@ func (a *attached) setHint(s string) { a.hint, a.hintUntil = s, time.Now().Add(2
 func (a *attached) draw() {
 	w := a.width()
 	live, crow, ccol := a.liveRows(w)
-	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), live, crow, ccol, a.height()))
+	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), live, crow, ccol, a.width(), a.height()))
 }
 
 func (a *attached) liveRows(w int) (rows []string, crow, ccol int) {

@@ -3,6 +3,8 @@ package term
 import (
 	"fmt"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // Screen paints an inline terminal UI: committed output scrolls up into the
@@ -13,6 +15,11 @@ import (
 type Screen struct {
 	rows   int // rows the live region occupied when last drawn
 	curRow int // the cursor's row within it
+	curCol int // the cursor's column in that row
+	// widths are the display widths of the rows drawn last, kept so a
+	// frame after a resize can tell how many lines the terminal rewrapped
+	// them into (counting them at the old width leaves stale lines above).
+	widths []int
 	// Sync wraps frames in synchronized-update marks (terminals that know
 	// them paint each frame at once; others ignore them).
 	Sync bool
@@ -21,8 +28,9 @@ type Screen struct {
 // Frame returns the bytes that print committed (rows separated by "\n")
 // above the live region and redraw the region as live, leaving the cursor
 // at (crow, ccol) within it; crow < 0 hides the cursor. live rows must fit
-// the terminal width; height bounds the region (the bottom rows are kept).
-func (s *Screen) Frame(committed string, live []string, crow, ccol, height int) string {
+// the terminal's width, now width columns (0: unknown, taken as unchanged);
+// height bounds the region (the bottom rows are kept).
+func (s *Screen) Frame(committed string, live []string, crow, ccol, width, height int) string {
 	if height > 1 && len(live) > height-1 {
 		cut := len(live) - (height - 1)
 		live = live[cut:]
@@ -36,8 +44,8 @@ func (s *Screen) Frame(committed string, live []string, crow, ccol, height int) 
 		b.WriteString("\x1b[?2026h")
 	}
 	b.WriteString("\x1b[?25l\r")
-	if s.curRow > 0 {
-		fmt.Fprintf(&b, "\x1b[%dA", s.curRow)
+	if up := s.above(width); up > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", up)
 	}
 	b.WriteString("\x1b[J")
 	if committed != "" {
@@ -52,7 +60,16 @@ func (s *Screen) Frame(committed string, live []string, crow, ccol, height int) 
 		b.WriteString(r)
 	}
 	s.rows = len(live)
-	s.curRow = max(0, len(live)-1)
+	s.curRow, s.curCol = max(0, len(live)-1), 0
+	s.widths = s.widths[:0]
+	for _, r := range live {
+		s.widths = append(s.widths, ansi.StringWidth(r))
+	}
+	if crow < 0 || crow >= len(live) {
+		// The hidden cursor parks at the start of the last row, where a
+		// rewrap cannot move it.
+		b.WriteString("\r")
+	}
 	if crow >= 0 && crow < len(live) {
 		if up := len(live) - 1 - crow; up > 0 {
 			fmt.Fprintf(&b, "\x1b[%dA", up)
@@ -61,13 +78,33 @@ func (s *Screen) Frame(committed string, live []string, crow, ccol, height int) 
 		if ccol > 0 {
 			fmt.Fprintf(&b, "\x1b[%dC", ccol)
 		}
-		s.curRow = crow
+		s.curRow, s.curCol = crow, ccol
 		b.WriteString("\x1b[?25h")
 	}
 	if s.Sync {
 		b.WriteString("\x1b[?2026l")
 	}
 	return b.String()
+}
+
+// above is how many lines the cursor sits below the region's top, now
+// that the terminal is width columns wide. A terminal that rewraps on
+// resize (tmux, VTE, kitty, iTerm2) splits each row wider than the new
+// width into ceil(w/width) lines and moves the cursor along with its text;
+// rows never rejoin on widening, since each ended with a hard newline.
+func (s *Screen) above(width int) int {
+	if width <= 0 || len(s.widths) != s.rows {
+		return s.curRow
+	}
+	lines := func(w int) int { return max(1, (w+width-1)/width) }
+	up := 0
+	for _, w := range s.widths[:s.curRow] {
+		up += lines(w)
+	}
+	if s.curRow < len(s.widths) {
+		up += min(s.curCol/width, lines(s.widths[s.curRow])-1)
+	}
+	return up
 }
 
 // Clear returns the bytes that erase the live region and leave the cursor
@@ -79,9 +116,9 @@ func (s *Screen) Clear() string {
 		fmt.Fprintf(&b, "\x1b[%dA", s.curRow)
 	}
 	b.WriteString("\x1b[J\x1b[?25h")
-	s.rows, s.curRow = 0, 0
+	s.Reset()
 	return b.String()
 }
 
 // Reset forgets the region (after the screen was cleared).
-func (s *Screen) Reset() { s.rows, s.curRow = 0, 0 }
+func (s *Screen) Reset() { s.rows, s.curRow, s.curCol, s.widths = 0, 0, 0, s.widths[:0] }

@@ -1054,7 +1054,7 @@ func (u *ui) draw() {
 	}
 	w := u.width()
 	live, crow, ccol := u.liveRows(w)
-	frame := u.scr.Frame(u.tr.Take(), live, crow, ccol, u.height())
+	frame := u.scr.Frame(u.tr.Take(), live, crow, ccol, w, u.height())
 	_, _ = io.WriteString(u.out, frame)
 }
 
@@ -1258,7 +1258,7 @@ func (u *ui) shutdown() {
 		c.ag.Cancel("the user exited")
 	}
 	// Flush what is committed, then replace the live region with a goodbye.
-	_, _ = io.WriteString(u.out, u.scr.Frame(u.tr.Take(), nil, -1, 0, u.height()))
+	_, _ = io.WriteString(u.out, u.scr.Frame(u.tr.Take(), nil, -1, 0, u.width(), u.height()))
 	_, _ = io.WriteString(u.out, u.scr.Clear())
 	if c != nil {
 		// The user quitting from the prompt (/exit, ctrl-d) is Claude Code's

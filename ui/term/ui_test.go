@@ -345,16 +345,16 @@ func TestRunCtrlDAndPendingApprovalOnExit(t *testing.T) {
 
 func TestScreenFrame(t *testing.T) {
 	var s Screen
-	f := s.Frame("", []string{"a", "> x"}, 1, 3, 24)
+	f := s.Frame("", []string{"a", "> x"}, 1, 3, 0, 24)
 	if f != "\x1b[?25l\r\x1b[J"+"a\r\n> x"+"\r\x1b[3C\x1b[?25h" {
 		t.Fatalf("first frame %q", f)
 	}
-	f = s.Frame("out1\nout2\n", []string{"> "}, 0, 2, 24)
+	f = s.Frame("out1\nout2\n", []string{"> "}, 0, 2, 0, 24)
 	if f != "\x1b[?25l\r\x1b[1A\x1b[J"+"out1\x1b[K\r\nout2\x1b[K\r\n"+"> "+"\r\x1b[2C\x1b[?25h" {
 		t.Fatalf("second frame %q", f)
 	}
 	// Taller than the terminal: the bottom rows stay.
-	f = s.Frame("", []string{"1", "2", "3", "4", "5"}, 4, 0, 3)
+	f = s.Frame("", []string{"1", "2", "3", "4", "5"}, 4, 0, 0, 3)
 	if !strings.HasSuffix(f, "4\r\n5\r\x1b[?25h") || strings.Contains(f, "3") {
 		t.Fatalf("clamped frame %q", f)
 	}
@@ -478,4 +478,21 @@ func TestApprovalAlwaysInThisProject(t *testing.T) {
 	h.send("/permissions\r")
 	h.wait("Bash(ls:*)  (", "settings.local.json)")
 	h.exit()
+}
+
+// After a resize narrows the terminal, the next frame climbs every line the
+// terminal rewrapped the old rows into, so none is left stale above.
+func TestScreenFrameAfterNarrowing(t *testing.T) {
+	var s Screen
+	wide := strings.Repeat("x", 60)
+	s.Frame("", []string{wide, wide, "> "}, 2, 2, 60, 40)
+	// Two 60-column rows rewrap into two lines each at 45 columns.
+	if f := s.Frame("", []string{"> "}, 0, 2, 45, 40); !strings.Contains(f, "\x1b[4A") {
+		t.Fatalf("the frame after narrowing climbs %q, want 4 lines", f)
+	}
+	// Unchanged width: one line per row.
+	s.Frame("", []string{wide, wide, "> "}, 2, 2, 60, 40)
+	if f := s.Frame("", []string{"> "}, 0, 2, 60, 40); !strings.Contains(f, "\x1b[2A") || strings.Contains(f, "\x1b[4A") {
+		t.Fatalf("same width: %q", f)
+	}
 }
