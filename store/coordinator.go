@@ -131,12 +131,15 @@ func (c *Coordinator) logf(format string, args ...any) {
 }
 
 func (c *Coordinator) onAppended(_ context.Context, a session.Appended) error {
+	// The copy is made before taking c.mu, which every session's appends
+	// and flushes share: only the buffer's append is done under it.
+	e := a.Event.Clone()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.refused(a.Session) {
 		return nil
 	}
-	c.bufs[a.Session] = append(c.bufs[a.Session], a.Event.Clone())
+	c.bufs[a.Session] = append(c.bufs[a.Session], e)
 	return nil
 }
 

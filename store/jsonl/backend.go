@@ -56,6 +56,9 @@ type Backend struct {
 
 	mu      sync.Mutex
 	handles map[session.ID]*handle
+	// locking holds the ids whose lock file is being taken (outside mu);
+	// each channel closes when that is done.
+	locking map[session.ID]chan struct{}
 	closed  bool
 }
 
@@ -86,7 +89,7 @@ func Open(root string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jsonl: %w", err)
 	}
-	b := &Backend{root: abs, opts: opts, handles: map[session.ID]*handle{}}
+	b := &Backend{root: abs, opts: opts, handles: map[session.ID]*handle{}, locking: map[session.ID]chan struct{}{}}
 	b.idx = &index{b: b, path: filepath.Join(abs, indexFile)}
 	return b, nil
 }
@@ -184,7 +187,16 @@ func (b *Backend) ensureDir(dir string) error {
 	return b.syncDir(parent)
 }
 
+// acquire takes a lock file (a variable so a test can hold one up).
+var acquire = flock.Acquire
+
 // Lock implements [store.Backend]: flock(2) on <root>/locks/<id>.lock.
+//
+// The lock file is created and locked outside b.mu: it is file-system work
+// (a create, a lock, a stat, a write of the pid) that takes milliseconds on
+// a busy disk, and b.mu is on every session's write path, so holding it
+// here made each new session stall every other session's flush. A second
+// Lock of an id whose locking is under way waits for it.
 func (b *Backend) Lock(ctx context.Context, id session.ID) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -193,15 +205,39 @@ func (b *Backend) Lock(ctx context.Context, id session.ID) error {
 	if err != nil {
 		return fmt.Errorf("jsonl: session id %q: %w", id, err)
 	}
+	var done chan struct{}
+	for done == nil {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return fmt.Errorf("jsonl: %w", store.ErrClosed)
+		}
+		if b.handles[id] != nil {
+			b.mu.Unlock()
+			return nil
+		}
+		if wait := b.locking[id]; wait != nil {
+			b.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		done = make(chan struct{})
+		b.locking[id] = done
+		b.mu.Unlock()
+	}
+	l, err := acquire(filepath.Join(b.root, locksDir, enc+".lock"))
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return fmt.Errorf("jsonl: %w", store.ErrClosed)
+	delete(b.locking, id)
+	close(done)
+	closed := b.closed
+	if err == nil && !closed {
+		b.handles[id] = &handle{lock: l}
 	}
-	if b.handles[id] != nil {
-		return nil
-	}
-	l, err := flock.Acquire(filepath.Join(b.root, locksDir, enc+".lock"))
+	b.mu.Unlock()
 	if err != nil {
 		var held *flock.HeldError
 		if errors.As(err, &held) {
@@ -209,7 +245,10 @@ func (b *Backend) Lock(ctx context.Context, id session.ID) error {
 		}
 		return fmt.Errorf("jsonl: locking session %q: %w", id, err)
 	}
-	b.handles[id] = &handle{lock: l}
+	if closed {
+		_ = l.Release()
+		return fmt.Errorf("jsonl: %w", store.ErrClosed)
+	}
 	return nil
 }
 

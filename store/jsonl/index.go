@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dshq/dsh/internal/private"
 	"github.com/dshq/dsh/session"
@@ -53,10 +54,50 @@ type index struct {
 	b    *Backend
 	path string
 
-	mu        sync.Mutex
+	// mu is read-locked by the writers of records, which append to f at
+	// once (O_APPEND makes each write land whole at the end), and locked
+	// by whatever replaces or reads f: 50 sessions flushing at once do not
+	// queue behind each other's write(2).
+	mu        sync.RWMutex
 	f         *os.File
-	puts      int
+	puts      atomic.Int64
 	compactAt int64
+}
+
+// write appends buf to the index file, opening it when needed; false when
+// that failed (the record is lost: the index heals by rescanning).
+func (x *index) write(buf []byte) bool {
+	x.mu.RLock()
+	if f := x.f; f != nil {
+		_, err := f.Write(buf)
+		x.mu.RUnlock()
+		if err != nil {
+			x.mu.Lock()
+			if x.f == f {
+				x.f.Close()
+				x.f = nil
+			}
+			x.mu.Unlock()
+			return false
+		}
+		return true
+	}
+	x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.f == nil {
+		f, err := private.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+		if err != nil {
+			return false
+		}
+		x.f = f
+	}
+	if _, err := x.f.Write(buf); err != nil {
+		x.f.Close()
+		x.f = nil
+		return false
+	}
+	return true
 }
 
 // Compaction thresholds (variables so tests can lower them).
@@ -91,24 +132,14 @@ func (x *index) append(recs []record) {
 		}
 		buf = append(append(buf, line...), '\n')
 	}
+	if !x.write(buf) {
+		return
+	}
+	if (x.puts.Add(1)-1)%int64(checkEvery) != 0 {
+		return
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.f == nil {
-		f, err := private.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
-		if err != nil {
-			return
-		}
-		x.f = f
-	}
-	if _, err := x.f.Write(buf); err != nil {
-		x.f.Close()
-		x.f = nil
-		return
-	}
-	x.puts++
-	if (x.puts-1)%checkEvery != 0 {
-		return
-	}
 	x.reopenIfReplacedLocked()
 	if x.f == nil {
 		return

@@ -51,7 +51,15 @@ import (
 )
 
 func main() {
+	if model, ok := isRelay(); ok {
+		if err := runRelay(model); err != nil {
+			fmt.Fprintln(os.Stderr, "servebench relay:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var c Config
+	baseline := flag.Bool("baseline", false, "run the sessions' model calls through a relay process that only copies the streams, instead of dsh serve: the floor of the chunk latency at this load")
 	flag.StringVar(&c.Bin, "dsh", "dsh", "path to the dsh binary")
 	flag.IntVar(&c.Sessions, "sessions", 200, "sessions, each running one turn")
 	flag.IntVar(&c.Concurrency, "concurrency", 50, "sessions streaming at once")
@@ -59,7 +67,11 @@ func main() {
 	flag.IntVar(&c.Chunks, "chunks", 4, "text deltas per model call")
 	flag.DurationVar(&c.Settle, "settle", 20*time.Second, "how long to wait for the RSS to settle after the sessions were evicted")
 	flag.Parse()
-	r, err := Run(context.Background(), c)
+	run := Run
+	if *baseline {
+		run = runBaseline
+	}
+	r, err := run(context.Background(), c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "servebench:", err)
 		os.Exit(1)
@@ -118,6 +130,11 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "added latency per streamed chunk (model write → client decoded the SSE event), %d chunks: p50 %v, p90 %v, p99 %v, max %v\n",
 		len(r.Latencies), r.Quantile(0.5).Round(time.Microsecond), r.Quantile(0.9).Round(time.Microsecond),
 		r.Quantile(0.99).Round(time.Microsecond), r.Quantile(1).Round(time.Microsecond))
+	if r.RSSStart == 0 { // a baseline
+		fmt.Fprintf(w, "relay CPU while the sessions ran: %v (%v per step)\n", r.CPU.Round(time.Millisecond),
+			(r.CPU / time.Duration(max(r.Turns*r.Steps, 1))).Round(time.Microsecond))
+		return
+	}
 	fmt.Fprintf(w, "dsh serve CPU while the sessions ran: %v (%v per turn, %v per step)\n", r.CPU.Round(time.Millisecond),
 		(r.CPU / time.Duration(max(r.Turns, 1))).Round(time.Microsecond), (r.CPU / time.Duration(max(r.Turns*r.Steps, 1))).Round(time.Microsecond))
 	fmt.Fprintf(w, "dsh serve RSS: start %.1f MiB, after warm-up %.1f MiB, peak %.1f MiB, all %d evicted %.1f MiB\n",

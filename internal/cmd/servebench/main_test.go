@@ -7,7 +7,27 @@ import (
 	"github.com/dshq/dsh/internal/dshtest"
 )
 
-func TestMain(m *testing.M) { dshtest.Main(m, "../../..", raceBuild) }
+func TestMain(m *testing.M) {
+	if model, ok := isRelay(); ok { // the baseline re-executes this binary
+		if err := runRelay(model); err != nil {
+			panic(err)
+		}
+		return
+	}
+	dshtest.Main(m, "../../..", raceBuild)
+}
+
+// TestBaselineSmoke runs the baseline tiny: every step's chunks are timed
+// through the relay process.
+func TestBaselineSmoke(t *testing.T) {
+	r, err := runBaseline(context.Background(), Config{Sessions: 6, Concurrency: 3, Steps: 5, Chunks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != 0 || r.Turns != 6 || len(r.Latencies) != 6*5*2 || r.Quantile(0) <= 0 {
+		t.Fatalf("%d turns, %d errors (first: %s), %d chunks timed", r.Turns, r.Errors, r.FirstErr, len(r.Latencies))
+	}
+}
 
 // TestLoadSmoke runs the load test tiny: every session's turn completes,
 // every chunk of every step is timed through the SSE stream, every session
