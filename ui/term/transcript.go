@@ -567,6 +567,9 @@ func RenderTodos(items []session.TodoItem, st Styles) string {
 }
 
 func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
+	// A turn whose start this transcript did not see (a page of the
+	// transcript view that begins mid-turn) has only part of its figures.
+	started := t.turnOpen
 	t.flushStream()
 	for _, c := range t.cards { // calls that never reported
 		t.collapseChildren(c)
@@ -617,7 +620,7 @@ func (t *Transcript) endTurn(te session.TurnEnd, at int64) {
 	default:
 		lines = append(lines, t.st.Warn("turn ended: "+r.Kind))
 	}
-	if t.usageSeen || t.steps > 0 {
+	if started && (t.usageSeen || t.steps > 0) {
 		lines = append(lines, t.st.Dim(TurnFooter(at-t.turnStart, t.steps, t.turnUsage)))
 	}
 	t.block(strings.Join(lines, "\n"))

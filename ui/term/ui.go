@@ -525,7 +525,7 @@ func (u *ui) handle(m any) {
 		for _, id := range ids {
 			u.tr.Output(id, out[id])
 			if u.view != nil {
-				if vc, lc := u.view.tr.card(id), u.tr.card(id); vc != nil && lc != nil {
+				if vc, lc := u.view.card(id), u.tr.card(id); vc != nil && lc != nil {
 					vc.Tail = lc.Tail // the view shows the live tail
 				}
 			}
@@ -922,11 +922,7 @@ func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner
 	// below c.from.
 	c := &current{h: h, ag: h.Agent, sess: sess}
 	u.cur.Store(c)
-	events, err := sess.Log(context.Background())
-	if err != nil {
-		return fmt.Errorf("term: reading the log of %s: %w", sess.ID(), err)
-	}
-	c.from = int64(len(events))
+	c.from = int64(sess.Len())
 	prev := u.tr
 	u.tr = u.newTranscript()
 	if prev != nil {
@@ -939,7 +935,9 @@ func (u *ui) switchTo(start func(context.Context) (*agent.Handle, error), banner
 	if banner != "" {
 		u.tr.Note(u.st.Dim(banner))
 	}
-	u.replay(events, sess.ID())
+	if err := u.replay(sess, c.from); err != nil {
+		return fmt.Errorf("term: reading the log of %s: %w", sess.ID(), err)
+	}
 	return nil
 }
 
@@ -953,35 +951,73 @@ func (u *ui) newTranscript() *Transcript {
 // replayTurns is how many stored turns a resumed session shows.
 const replayTurns = 10
 
-func (u *ui) replay(events []session.Event, id session.ID) {
-	start, turns := 0, 0
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == session.TypeTurnStart {
+// replay shows the session's last replayTurns turns (of its events before
+// seq n) and counts the earlier ones' usage. It streams the log from the
+// store, so a long session is never held whole: the turn starts are found
+// from the types memory keeps, and the hidden part is read only for its
+// usage.
+func (u *ui) replay(sess *session.Session, n int64) error {
+	ctx := context.Background()
+	start, turns, base := int64(-1), 0, sess.Base()
+	sess.Backward(n, func(e session.Event) bool {
+		if e.Seq < base {
+			return false // memory holds only some events before base
+		}
+		if e.Type == session.TypeTurnStart {
 			turns++
 			if turns == replayTurns {
-				start = i
-				break
+				start = e.Seq
+				return false
 			}
 		}
+		return true
+	})
+	if start < 0 && base > 0 {
+		// Resumed from a snapshot: the turns before it are in the store.
+		var starts []int64 // the last turn starts before base
+		err := sess.Range(ctx, 0, base, func(e session.Event) error {
+			if e.Type == session.TypeTurnStart {
+				starts = append(starts, e.Seq)
+				if len(starts) > replayTurns {
+					starts = starts[1:]
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if need := replayTurns - turns; len(starts) >= need {
+			start = starts[len(starts)-need]
+		}
 	}
+	start = max(start, 0)
 	if start > 0 {
 		hidden := 0
-		for _, e := range events[:start] {
-			if e.Type == session.TypeTurnStart {
+		var total llm.Usage
+		err := sess.Range(ctx, 0, start, func(e session.Event) error {
+			switch e.Type {
+			case session.TypeTurnStart:
 				hidden++
+			case session.TypeAssistantMessage:
+				total.Add(u.tr.ledger.account([]session.Event{e}, u.modelName()))
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		u.tr.Note(u.st.Dim(fmt.Sprintf("… %d %s not shown (see: dsh sessions show %s)", hidden, plural(hidden, "earlier turn", "earlier turns"), id)))
+		u.tr.Note(u.st.Dim(fmt.Sprintf("… %d %s not shown (see: dsh sessions show %s)", hidden, plural(hidden, "earlier turn", "earlier turns"), sess.ID())))
 		// Their usage still counts in the session's totals and cost.
-		u.tr.Total.Add(u.tr.ledger.account(events[:start], u.modelName()))
+		u.tr.Total.Add(total)
 		u.tr.Turns += hidden
 	}
-	for _, e := range events[start:] {
-		if e.Type == session.TypeAssistantChunk {
-			continue // the message follows
+	return sess.Range(ctx, start, n, func(e session.Event) error {
+		if e.Type != session.TypeAssistantChunk { // the message follows
+			u.tr.Apply(e)
 		}
-		u.tr.Apply(e)
-	}
+		return nil
+	})
 }
 
 func (u *ui) width() int  { return max(20, u.o.Width()) }

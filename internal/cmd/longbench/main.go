@@ -50,6 +50,22 @@ func main() {
 		mu        sync.Mutex
 		cpuAt     = map[int64]time.Duration{}
 	)
+	// The sampler keeps dsh's largest anonymous resident set: VmHWM is the
+	// peak of anonymous and file-backed pages together, and the file-backed
+	// part is mostly the binary's own code (docs/benchmarks.md).
+	go func() {
+		for {
+			if p := int(pid.Load()); p > 0 {
+				s := procStatus(p)
+				peaks.Lock()
+				if s["RssAnon"] > peaks.anon {
+					peaks.anon, peaks.fileAtAnon, peaks.step = s["RssAnon"], s["RssFile"], served.Load()
+				}
+				peaks.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	marks := map[int64]bool{10: true, 20: true, int64(*steps - 10): true, int64(*steps): true}
 	cmdText := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", *size)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -80,7 +96,11 @@ func main() {
 			}
 		}
 		if n == int64(*steps)+1 {
-			hwm.Store(procHWM(int(pid.Load())))
+			st := procStatus(int(pid.Load()))
+			hwm.Store(st["VmHWM"])
+			peaks.Lock()
+			peaks.final = st
+			peaks.Unlock()
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/"+os.Getenv("LONGBENCH_STATUS"), pid.Load())); err == nil && os.Getenv("LONGBENCH_STATUS") != "" {
 				os.Stderr.Write(b)
 			}
@@ -130,6 +150,7 @@ func main() {
 	if *tui {
 		runTUI(*bin, work, env, *steps, &pid, &hwm, &served)
 		report(*steps, *window, served.Load(), summaries.Load(), hwm.Load(), &mu, cpuAt)
+		reportSplit()
 		return
 	}
 	args := []string{"-p", "print things repeatedly"}
@@ -162,6 +183,42 @@ func main() {
 	fmt.Printf("dsh peak RSS (VmHWM at the final request) %.1f MiB; rusage maxrss %.1f MiB (largest of dsh and its children); CPU user+sys %v (with children)\n",
 		float64(hwm.Load())/1024, float64(ru.Maxrss)/1024, self.Round(time.Millisecond))
 	report(*steps, *window, -1, 0, 0, &mu, cpuAt)
+	reportSplit()
+}
+
+// peaks is what the sampler and the final request saw of dsh's memory (KiB).
+var peaks struct {
+	sync.Mutex
+	anon, fileAtAnon int64
+	step             int64 // the model request being served at the peak
+	final            map[string]int64
+}
+
+// reportSplit prints dsh's resident memory split into anonymous (the Go
+// heap, stacks and runtime) and file-backed (the binary's mapped pages).
+func reportSplit() {
+	peaks.Lock()
+	defer peaks.Unlock()
+	mib := func(k int64) float64 { return float64(k) / 1024 }
+	f := peaks.final
+	fmt.Printf("dsh RssAnon peak %.1f MiB at request %d (sampled every 100 ms; RssFile then %.1f MiB); at the final request RssAnon %.1f MiB, RssFile %.1f MiB\n",
+		mib(peaks.anon), peaks.step, mib(peaks.fileAtAnon), mib(f["RssAnon"]), mib(f["RssFile"]))
+}
+
+// procStatus is pid's /proc status memory lines in KiB (VmHWM, RssAnon, ...).
+func procStatus(pid int) map[string]int64 {
+	out := map[string]int64{}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, rest, ok := strings.Cut(line, ":")
+		if f := strings.Fields(rest); ok && len(f) == 2 && f[1] == "kB" {
+			out[k], _ = strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return out
 }
 
 // report prints dsh's CPU per step early and late (and, for the terminal
@@ -195,6 +252,13 @@ func runTUI(bin, work string, env []string, steps int, pid, hwm, served *atomic.
 		return strings.TrimSpace(string(out))
 	}
 	line := "cd " + strconv.Quote(work) + " && exec env TERM=xterm-256color"
+	// The tmux server's shell does not inherit this process's environment:
+	// pass on the Go runtime's knobs (GOGC=50 longbench -tui ...) as well.
+	for _, k := range []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "DSH_BENCH_HEAP_PROFILE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
 	for _, e := range env {
 		line += " " + strconv.Quote(e)
 	}
@@ -236,24 +300,6 @@ func procCPU(pid int) (time.Duration, bool) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * (time.Second / 100), true // USER_HZ is 100 on Linux
-}
-
-// procHWM is pid's peak resident set (VmHWM) in KiB, 0 when unknown.
-func procHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
 }
 
 func event(b *strings.Builder, m map[string]any) {
