@@ -124,6 +124,9 @@ type entry struct {
 	dir string
 
 	metaDirty atomic.Bool
+	// unstored is set when the session was evicted without an event: it
+	// has no log to load, and loading it starts it afresh.
+	unstored atomic.Bool
 	// output is what its running calls printed lately, for live streams.
 	output liveOutput
 
@@ -269,6 +272,14 @@ func (e *entry) live(ctx context.Context) (agent.Agent, error) {
 		return nil, err
 	}
 	h, err := w.app.Host.Agents.Resume(ctx, agent.ResumeOptions{AgentID: e.s.agentID(), SessionID: e.id, Options: e.options(w)})
+	if err != nil && errors.Is(err, store.ErrNotFound) && e.unstored.Load() {
+		// Evicted before it held an event (created, never sent to): the
+		// store has nothing of it, and nothing is lost by starting it
+		// again under its id. Under load a client's first message can come
+		// later than the idle eviction.
+		h, err = w.app.Host.Agents.Create(ctx, agent.CreateOptions{AgentID: e.s.agentID(), SessionID: e.id,
+			Header: session.Header{Cwd: e.dir}, Options: e.options(w)})
+	}
 	if err != nil {
 		var inUse *store.InUseError
 		if errors.As(err, &inUse) {
@@ -294,6 +305,7 @@ func (e *entry) evict(ctx context.Context) error {
 	if h == nil {
 		return nil
 	}
+	e.unstored.Store(h.Agent.Session().Len() == 0)
 	err := h.Dispose(ctx)
 	close(gone)
 	return err

@@ -65,6 +65,7 @@ func main() {
 	flag.IntVar(&c.Concurrency, "concurrency", 50, "sessions streaming at once")
 	flag.IntVar(&c.Steps, "steps", 5, "model calls per turn (all but the last call a tool)")
 	flag.IntVar(&c.Chunks, "chunks", 4, "text deltas per model call")
+	flag.DurationVar(&c.Gap, "gap", 0, "how long the model waits before each text delta (0: zero latency, every call's stream written at once)")
 	flag.DurationVar(&c.Settle, "settle", 20*time.Second, "how long to wait for the RSS to settle after the sessions were evicted")
 	flag.Parse()
 	run := Run
@@ -87,6 +88,10 @@ type Config struct {
 	Bin                                  string
 	Sessions, Concurrency, Steps, Chunks int
 	Settle                               time.Duration
+	// Gap paces the model: it waits this long before each text delta, as
+	// a real model's tokens come apart. The latency is still timed from
+	// the write, so the gap is not in it; it only lowers the load.
+	Gap time.Duration
 	// Log, when set, hears the server's stderr.
 	Log io.Writer
 }
@@ -122,8 +127,12 @@ func (r *Report) PerEvicted() float64 {
 
 // Print writes the report.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "sessions %d (%d streaming at once), %d-step turns, %d chunks per step: %d turns completed, %d errors in %v\n",
-		r.Sessions, r.Concurrency, r.Steps, r.Chunks, r.Turns, r.Errors, r.Wall.Round(time.Millisecond))
+	gap := ""
+	if r.Gap > 0 {
+		gap = fmt.Sprintf(" (%v before each)", r.Gap)
+	}
+	fmt.Fprintf(w, "sessions %d (%d streaming at once), %d-step turns, %d chunks per step%s: %d turns completed, %d errors in %v\n",
+		r.Sessions, r.Concurrency, r.Steps, r.Chunks, gap, r.Turns, r.Errors, r.Wall.Round(time.Millisecond))
 	if r.FirstErr != "" {
 		fmt.Fprintf(w, "first error: %s\n", r.FirstErr)
 	}
@@ -542,6 +551,9 @@ func startModel(c Config) (*model, error) {
 			return v
 		}
 		for i := range c.Chunks {
+			if c.Gap > 0 {
+				time.Sleep(c.Gap)
+			}
 			d := map[string]any{"content": fmt.Sprintf("step %d part %d ts:%d; ", tools+1, i, time.Now().UnixNano())}
 			if i == 0 {
 				d["role"] = "assistant"
