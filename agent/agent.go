@@ -91,6 +91,26 @@ type Agent interface {
 	Events(ctx context.Context) iter.Seq2[Event, error]
 }
 
+// ErrNothingToRetry is returned by [Retrier.Retry] when the session holds
+// nothing a new turn could answer: no prompt yet, or a history that ends
+// with the assistant's own message.
+var ErrNothingToRetry = errors.New("agent: nothing to retry")
+
+// Retrier is implemented by agents that can run a turn again without a new
+// prompt. A caller that finds its prompt recorded in a turn that ended
+// without an answer (its process was killed mid-turn and the resuming
+// store closed the turn as interrupted, or its model call failed) uses it
+// instead of Send, which would record the prompt a second time and have
+// the model answer both copies.
+type Retrier interface {
+	// Retry queues a turn (turn/start with trigger session.TriggerRetry)
+	// that records no prompt and steps the model on the history as it
+	// is. Like Send it returns once the turn is queued; the turn's
+	// turn/end says how it went. It fails with ErrNothingToRetry when the
+	// history does not end with something for the model to answer.
+	Retry(ctx context.Context) error
+}
+
 // Handle owns an agent: Dispose stops its loop, waits for the loop to exit
 // (its closing turn/end and flush included), unregisters it and detaches its
 // session, in that order. Dispose is idempotent: every caller waits for the

@@ -40,6 +40,12 @@ type Source struct {
 	// turn that takes it, and front ends can show the line instead of the
 	// expansion.
 	Command string `json:"command,omitempty"`
+	// Ref is an id the sender gives its prompt, recorded with it (the
+	// turn's trigger and the user/message), so the sender can find its
+	// prompt in the log later even when a prompt-submit listener rewrote
+	// the text: dsh serve marks a background run's prompt "run:<id>" and
+	// a retried attempt finds it there.
+	Ref string `json:"ref,omitempty"`
 }
 
 // UserSource is the default source.

@@ -20,6 +20,9 @@ type queued struct {
 	content []llm.Block
 	src     llm.Source
 	ticket  *ticket // set for prompts sent by Run
+	// retry marks a turn that records no prompt (Retry): content is
+	// empty and the turn answers the history as it stands.
+	retry bool
 }
 
 // loopAgent is one agent and its driver.

@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 
@@ -132,12 +133,41 @@ func (a *loopAgent) send(ctx context.Context, content []llm.Block, src llm.Sourc
 	}
 	a.queue = append(a.queue, queued{content: llm.CloneBlocks(content), src: src, ticket: tk})
 	a.mu.Unlock()
+	a.wakeDriver()
+	return a.l.d.Agents.Hub.Queued.Emit(ctx, agent.Queued{Agent: a, Content: content, Source: src})
+}
+
+func (a *loopAgent) wakeDriver() {
 	select {
 	case a.wake <- struct{}{}:
 	default:
 	}
-	return a.l.d.Agents.Hub.Queued.Emit(ctx, agent.Queued{Agent: a, Content: content, Source: src})
 }
+
+// Retry queues a turn that records no prompt and answers the history as it
+// stands (agent.Retrier). The history must end with something the model
+// can answer: a prompt, context or tool results, not the assistant's own
+// message. No agent/queued is announced: there is no content to show.
+func (a *loopAgent) Retry(ctx context.Context) error {
+	msgs, err := a.sess.Messages()
+	if err != nil {
+		return fmt.Errorf("loop: agent %q: retry: %w", a.id, err)
+	}
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role == llm.RoleAssistant {
+		return fmt.Errorf("loop: agent %q: the history ends with no prompt to answer: %w", a.id, agent.ErrNothingToRetry)
+	}
+	a.mu.Lock()
+	if a.disposed {
+		a.mu.Unlock()
+		return a.disposedErr()
+	}
+	a.queue = append(a.queue, queued{src: llm.UserSource, retry: true})
+	a.mu.Unlock()
+	a.wakeDriver()
+	return nil
+}
+
+var _ agent.Retrier = (*loopAgent)(nil)
 
 // abandon gives up on a prompt whose Run context ended: still queued, it
 // is withdrawn; taken by the turn that is opening or running, that turn is

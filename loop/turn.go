@@ -80,7 +80,11 @@ func (f *stopFacts) endReason() session.EndReason {
 // even be opened (nothing was recorded).
 func (a *loopAgent) runTurn(batch []queued) (int, error) {
 	t := &turnState{a: a, bg: context.WithoutCancel(a.ctx)}
-	err := a.openTurn(t, batch[0].src)
+	trigger := session.Trigger{Kind: session.TriggerMessage, Source: &batch[0].src}
+	if batch[0].retry {
+		trigger = session.Trigger{Kind: session.TriggerRetry}
+	}
+	err := a.openTurn(t, trigger)
 	if t.opened {
 		a.resolveTickets(batch, t.startSeq, nil)
 	} else {
@@ -107,7 +111,7 @@ func (a *loopAgent) runTurn(batch []queued) (int, error) {
 // another turn is open (an injection turn from another goroutine, or
 // /compact on an idle agent), wait until the session's turn state changes,
 // then take the next number.
-func (a *loopAgent) openTurn(t *turnState, src llm.Source) error {
+func (a *loopAgent) openTurn(t *turnState, trigger session.Trigger) error {
 	for {
 		st, changed := a.sess.WatchTurns()
 		if st.Open {
@@ -120,7 +124,7 @@ func (a *loopAgent) openTurn(t *turnState, src llm.Source) error {
 		}
 		turn := st.Last + 1
 		ev, err := a.log.AppendIf(t.bg, func(ts session.TurnState) bool { return !ts.Open && ts.Last == st.Last },
-			session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: &src}}, nil)
+			session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: trigger}, nil)
 		if errors.Is(err, session.ErrCondition) {
 			continue
 		}
@@ -134,10 +138,15 @@ func (a *loopAgent) openTurn(t *turnState, src llm.Source) error {
 
 // submit offers each prompt of the batch to prompt-submit listeners and
 // records it, or its blocking. It reports whether any prompt reached the
-// turn; when none did, the turn is rejected.
+// turn (a retry counts as one: it answers the prompt already recorded);
+// when none did, the turn is rejected.
 func (t *turnState) submit(batch []queued) bool {
 	allowed, lastBlock := false, "prompt blocked by hook"
 	for _, m := range batch {
+		if m.retry {
+			allowed = true // the history's own prompt is answered
+			continue
+		}
 		blocked, reason, err := t.submitPrompt(m)
 		if err != nil {
 			t.fail(err)

@@ -162,6 +162,12 @@ const (
 	TriggerMessage      = "message"
 	TriggerContinuation = "continuation"
 	TriggerInjection    = "injection"
+	// TriggerRetry starts a turn that adds no prompt: it answers the
+	// history as it stands, after an earlier turn that took the prompt
+	// ended without an answer (its worker died, its model call failed).
+	// A background run retried on another worker uses it, so the model
+	// sees the prompt once (agent.Retrier).
+	TriggerRetry = "retry"
 )
 
 // Trigger says what started a turn.
