@@ -6,9 +6,13 @@ import "slices"
 // written to, or whose payloads are still held, keeps its events as they
 // are; once released, events that kept nothing but their type and time
 // (streamed chunks above all, and results taken off the surface) are
-// packed into 9 bytes each instead of a whole Event (over 100), because a
+// packed into 13 bytes each instead of a whole Event (over 100), because a
 // long session has millions of them and no reader needs more of them in
 // memory: their payloads come back from the store like any released one.
+// Events that kept only a small payload (step and turn markers, tool
+// calls, checkpoints: a few a step) are packed the same way with their
+// payload's bytes in one buffer of the segment, so a step no longer holds
+// a whole Event for each of them.
 // A segment is never changed once handed to a reader: Release replaces it.
 type segment struct {
 	ev []Event  // the events, unless packed
@@ -22,14 +26,24 @@ type packing struct {
 	first int64 // seq of the segment's first event
 	back  *Session
 	types []string
-	kind  []uint8 // whole: the event is in full, at its index's position in at
-	time  []int64
-	at    []uint8 // indexes of the events kept whole, ascending
-	full  []Event
+	// kind is the index of the event's type in types, with held set when
+	// its payload is data[end[i-1]:end[i]]; whole: the event is in full,
+	// at its index's position in at.
+	kind []uint8
+	time []int64
+	data []byte
+	end  []uint32
+	at   []uint8 // indexes of the events kept whole, ascending
+	full []Event
 }
 
-// whole marks an event kept in full.
-const whole = 255
+const (
+	// whole marks an event kept in full.
+	whole = 255
+	// held marks an event whose payload is in the packing's data; a type
+	// index is below it.
+	held = 128
+)
 
 // len is the number of events in the segment.
 func (g segment) len() int {
@@ -45,11 +59,22 @@ func (g segment) at(i int) Event {
 	if p == nil {
 		return g.ev[i]
 	}
-	if p.kind[i] == whole {
+	k := p.kind[i]
+	if k == whole {
 		j, _ := slices.BinarySearch(p.at, uint8(i))
 		return p.full[j]
 	}
-	return Event{Type: p.types[p.kind[i]], Seq: p.first + int64(i), Time: p.time[i], back: p.back}
+	e := Event{Seq: p.first + int64(i), Time: p.time[i]}
+	if k&held != 0 {
+		start := uint32(0)
+		if i > 0 {
+			start = p.end[i-1]
+		}
+		e.Type, e.Data = p.types[k&^held], p.data[start:p.end[i]:p.end[i]]
+		return e
+	}
+	e.Type, e.back = p.types[k], p.back
+	return e
 }
 
 // appendFrom appends the segment's events from index i on to out.
@@ -77,42 +102,60 @@ func bare(e Event) bool {
 	return e.Data == nil && e.back != nil && e.msg == nil && e.SurfaceOp == nil && e.SourceEventSeqs == nil
 }
 
+// slight reports whether e is packed with its payload: one kept (small, or
+// not released yet) with no op or sources.
+func slight(e Event) bool {
+	return e.Data != nil && len(e.Data) <= smallPayload && e.msg == nil && e.SurfaceOp == nil && e.SourceEventSeqs == nil
+}
+
 // pack returns the packed form of released events evs (whose first seq
 // is evs[0].Seq), or evs as they are when packing saves nothing or a
 // segment has more distinct types than an index holds.
 func pack(evs []Event) segment {
-	n := 0
+	n, size := 0, 0
 	for _, e := range evs {
-		if bare(e) {
+		switch {
+		case bare(e):
 			n++
+		case slight(e):
+			n++
+			size += len(e.Data)
 		}
 	}
 	if n < len(evs)/4 || len(evs) == 0 {
 		return segment{ev: evs}
 	}
-	p := &packing{first: evs[0].Seq, kind: make([]uint8, len(evs)), time: make([]int64, len(evs))}
+	p := &packing{first: evs[0].Seq, kind: make([]uint8, len(evs)), time: make([]int64, len(evs)),
+		end: make([]uint32, len(evs)), data: make([]byte, 0, size)}
 	index := map[string]uint8{}
 	for i, e := range evs {
 		p.time[i] = e.Time
-		if !bare(e) {
+		keep := slight(e)
+		if !keep && !bare(e) {
 			p.kind[i] = whole
 			p.at = append(p.at, uint8(i))
 			p.full = append(p.full, e)
+			p.end[i] = uint32(len(p.data))
 			continue
 		}
-		if p.back == nil {
+		if !keep && p.back == nil {
 			p.back = e.back
 		}
 		k, ok := index[e.Type]
 		if !ok {
-			if len(p.types) == whole {
+			if len(p.types) == held-1 { // 127|held would read as whole
 				return segment{ev: evs}
 			}
 			k = uint8(len(p.types))
 			index[e.Type] = k
 			p.types = append(p.types, e.Type)
 		}
+		if keep {
+			p.data = append(p.data, e.Data...)
+			k |= held
+		}
 		p.kind[i] = k
+		p.end[i] = uint32(len(p.data))
 	}
 	return segment{pk: p}
 }

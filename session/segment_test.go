@@ -136,3 +136,42 @@ func TestReleasedChunksArePacked(t *testing.T) {
 		t.Fatalf("Log after the replace: %d events, %v", len(log), err)
 	}
 }
+
+// Released events that kept only a small payload (step markers here) are
+// packed with it instead of kept whole: memory still gives their payload,
+// with no read from the store.
+func TestSmallPayloadsArePacked(t *testing.T) {
+	c := &copyStore{}
+	s := streamedSession(t, c, 100, 40) // 4,302 events: 4,000 chunks, 100 step starts
+	before := s.Events()
+	s.Release(int64(s.Len()))
+	packed, whole := s.Packed()
+	if packed < 3900 || whole > 300 {
+		t.Fatalf("%d events packed, %d whole; want the chunks and the step starts packed", packed, whole)
+	}
+	reads := c.reads
+	steps := 0
+	for e := range s.Scan(0) {
+		if e.Type != session.TypeStepStart {
+			continue
+		}
+		steps++
+		if e.IsReleased() || string(e.Data) != string(before[e.Seq].Data) {
+			t.Fatalf("step start %d = %q (released %v); want its payload %q held", e.Seq, e.Data, e.IsReleased(), before[e.Seq].Data)
+		}
+		b, err := session.Decode[session.StepBoundary](e)
+		if err != nil || b.Turn != 1 {
+			t.Fatalf("Decode of a packed step start = %+v, %v", b, err)
+		}
+	}
+	if steps != 100 || c.reads != reads {
+		t.Fatalf("%d step starts read with %d reads of the store; want 100 and none", steps, c.reads-reads)
+	}
+	log, err := s.Log(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c.events, log, cmp.Comparer(sameEvent)); diff != "" {
+		t.Fatalf("Log differs from the appended events:\n%s", diff)
+	}
+}
