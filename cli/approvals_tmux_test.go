@@ -472,3 +472,34 @@ func hasLine(screen, w string) bool {
 	}
 	return false
 }
+
+// Quitting (ctrl-d) while the model is still answering keeps what the user
+// already saw: the resumed session's next request holds the partial answer
+// and the interrupt marker, as if the turn had been interrupted first.
+func TestExitWhileStreamingKeepsTheAnswerInTmux(t *testing.T) {
+	m, srv := newPromptModel(t, promptStep{key: "talk slowly", text: "Here is the first half of my answer", hold: true})
+	s := newTermProject(t, srv, "")
+	tt := s.start(t)
+	tt.prompt("talk slowly")
+	tt.waitFor("Here is the first half of my answer", "esc or ctrl-c to interrupt")
+	tt.keys("C-d")
+	tt.waitFor("DSH-EXITED:0", "Resume it with: dsh --resume")
+	tt = s.start(t, "-c")
+	tt.prompt("carry on")
+	tt.waitFor("Finished: carry on")
+	var tail []string
+	for _, msg := range m.last().Messages {
+		if msg.Role != "system" {
+			tail = append(tail, msg.Role+": "+msg.text())
+		}
+	}
+	got := strings.Join(tail, "\n")
+	for _, w := range []string{"user: talk slowly", "assistant: Here is the first half of my answer", "[interrupted by the user]", "user: carry on"} {
+		i := strings.Index(got, w)
+		if i < 0 {
+			t.Fatalf("the resumed request lacks %q:\n%s", w, got)
+		}
+		got = got[i+len(w):]
+	}
+	tt.exit()
+}

@@ -267,7 +267,9 @@ func runTurnSteps(t *testing.T, a agent.Agent, steps int) {
 	if err := a.Send(context.Background(), []llm.Block{llm.Text("work")}, llm.Source{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	// A guard, not a timing: a loaded machine takes longer, and stopping
+	// short would quietly test fewer steps than the caller asked for.
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		n := 0
 		for _, e := range a.Session().Events() {
@@ -275,8 +277,12 @@ func runTurnSteps(t *testing.T, a agent.Agent, steps int) {
 				n++
 			}
 		}
-		if n >= steps || time.Now().After(deadline) {
+		if n >= steps {
 			break
+		}
+		if time.Now().After(deadline) {
+			a.Cancel("too slow")
+			t.Fatalf("only %d of %d tool results after 3 minutes", n, steps)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -390,6 +390,13 @@ func (a *loopAgent) stop() {
 	}
 }
 
+// cancelRequested reports whether a cancel of the running turn is pending.
+func (a *loopAgent) cancelRequested() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cancelMarked
+}
+
 func (a *loopAgent) isDisposed() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -327,6 +327,58 @@ func TestDisposeMidTurn(t *testing.T) {
 	}
 }
 
+// Disposing mid-answer keeps what was streamed (the user saw it), marked
+// interrupted; a cancel the disposal overtook (the terminal's ctrl-d and
+// /exit cancel, then dispose) also ends the turn with the interrupt marker.
+func TestDisposeMidAnswerKeepsThePartialText(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+		want   []string
+	}{
+		{"dispose", false, []string{"turn/start", "user/message", "step/start", "chunk×2", "assistant/message", "step/end", "turn/end"}},
+		{"cancel then dispose", true, []string{"turn/start", "user/message", "step/start", "chunk×2", "assistant/message", "step/end", "context/message", "turn/end"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hs := newHarness(t, scripted.Hang())
+			hd, err := hs.h.Agents.Create(context.Background(), agent.CreateOptions{AgentID: "d1", Options: agent.Options{Model: "mock"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := hd.Agent
+			streamed := make(chan struct{}, 1)
+			var chunks atomic.Int32
+			hs.h.Sessions.Appended.Listen(func(_ context.Context, ap session.Appended) error {
+				if ap.Event.Type == session.TypeAssistantChunk && chunks.Add(1) == 2 {
+					streamed <- struct{}{}
+				}
+				return nil
+			})
+			send(t, a, "go")
+			<-streamed
+			if tc.cancel {
+				a.Cancel("the user exited")
+			}
+			if err := hd.Dispose(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			eq(t, types(a.Session().Events()), tc.want)
+			// Which of the two the turn saw first is a race; either way the
+			// answer and the marker are kept.
+			if r := lastEnd(t, a.Session()); r.Kind != session.EndDisposed && !(tc.cancel && r.Kind == session.EndAborted) {
+				t.Fatalf("%+v", r)
+			}
+			for _, e := range a.Session().Events() {
+				if e.Type == session.TypeAssistantMessage {
+					if m, _ := session.Decode[session.AssistantMessage](e); !m.Interrupted || llm.TextOf(m.Content) != "partial" {
+						t.Fatalf("the kept answer: %+v", m)
+					}
+				}
+			}
+		})
+	}
+}
+
 // A step error leaves steering queued for the next turn (§8.6).
 func TestStepErrorKeepsSteering(t *testing.T) {
 	hs := newHarness(t, scripted.Entry{Chunks: []llm.Chunk{llm.StartChunk(0, llm.BlockText)}, Err: errBoom}, scripted.Text("recovered"))

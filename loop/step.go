@@ -46,9 +46,11 @@ func (a *loopAgent) runStep(ctx context.Context, t *turnState, asm *prompt.Assem
 		out, err = a.stream(ctx, t, req)
 	}
 	if err != nil {
-		if ctx.Err() != nil && !a.isDisposed() {
-			// Interrupted mid-answer: what the user saw stays in the
-			// history (the turn's end adds the marker).
+		if ctx.Err() != nil {
+			// Interrupted mid-answer, by a cancel or by the agent being
+			// disposed (the user quitting while it streamed): what the user
+			// saw stays in the history and comes back on resume (the turn's
+			// end adds the marker).
 			a.recordPartial(t, req.Model, out)
 		}
 		return stepOutcome{}, err

@@ -343,7 +343,9 @@ func (t *turnState) end() {
 		t.flush()
 	}
 	r := t.stop.endReason()
-	if r.Kind == session.EndAborted && t.opened {
+	if t.opened && (r.Kind == session.EndAborted || (r.Kind == session.EndDisposed && t.a.cancelRequested())) {
+		// A cancel that a disposal overtook (the terminal's /exit and
+		// ctrl-d cancel, then dispose) is still the user stopping the turn.
 		t.markInterrupted()
 	}
 	if _, err := t.a.log.Append(t.bg, session.TypeTurnEnd, session.TurnEnd{Turn: t.turn, Reason: r}); err != nil {
