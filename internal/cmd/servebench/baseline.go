@@ -12,11 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -109,31 +106,12 @@ func runBaseline(ctx context.Context, c Config) (*Report, error) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c.Concurrency * 2}}
 	defer hc.CloseIdleConnections()
 	r := &Report{Config: c}
-	var (
-		mu   sync.Mutex
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
 	start, cpu0 := time.Now(), cpuTime(cmd.Process.Pid)
-	for range c.Concurrency {
-		wg.Go(func() {
-			for next.Add(1) <= int64(c.Sessions) {
-				lat, err := relayTurn(ctx, hc, base, c)
-				mu.Lock()
-				if err != nil {
-					r.Errors++
-					r.FirstErr = cmpOr(r.FirstErr, err.Error())
-				} else {
-					r.Turns++
-				}
-				r.Latencies = append(r.Latencies, lat...)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	r.runSessions(func() ([]time.Duration, [][2]time.Duration, error) {
+		lat, err := relayTurn(ctx, hc, base, c)
+		return lat, nil, err
+	})
 	r.Wall, r.CPU = time.Since(start), cpuTime(cmd.Process.Pid)-cpu0
-	slices.Sort(r.Latencies)
 	return r, nil
 }
 

@@ -103,7 +103,12 @@ type Report struct {
 	FirstErr  string
 	Turns     int
 	Latencies []time.Duration // one per streamed chunk, sorted
-	Wall      time.Duration
+	// Split is each chunk's latency cut at its event's time (the session
+	// log's clock at the append, in milliseconds): model write → append
+	// (the provider's read and parse, the agent loop) and append → client
+	// (the stream), each sorted.
+	Ingest, Stream []time.Duration
+	Wall           time.Duration
 	// RSS in KiB: at start, after the warm-up session was evicted, the
 	// peak while the sessions ran, and once all were evicted.
 	RSSStart, RSSWarm, RSSPeak, RSSEvicted int64
@@ -143,6 +148,13 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "relay CPU while the sessions ran: %v (%v per step)\n", r.CPU.Round(time.Millisecond),
 			(r.CPU / time.Duration(max(r.Turns*r.Steps, 1))).Round(time.Microsecond))
 		return
+	}
+	if len(r.Ingest) > 0 {
+		q := func(d []time.Duration, f float64) time.Duration {
+			return d[min(len(d)-1, int(f*float64(len(d))))].Round(time.Millisecond)
+		}
+		fmt.Fprintf(w, "  split at the event's append time (ms clock): model write → append p50 %v p99 %v; append → client p50 %v p99 %v\n",
+			q(r.Ingest, 0.5), q(r.Ingest, 0.99), q(r.Stream, 0.5), q(r.Stream, 0.99))
 	}
 	fmt.Fprintf(w, "dsh serve CPU while the sessions ran: %v (%v per turn, %v per step)\n", r.CPU.Round(time.Millisecond),
 		(r.CPU / time.Duration(max(r.Turns, 1))).Round(time.Microsecond), (r.CPU / time.Duration(max(r.Turns*r.Steps, 1))).Round(time.Microsecond))
@@ -197,7 +209,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 
 	// One warm-up session builds the workspace's app; its eviction is the
 	// baseline.
-	if _, err := turn(ctx, cl, work, nil); err != nil {
+	if _, _, err := turn(ctx, cl, work, nil); err != nil {
 		return nil, fmt.Errorf("warm-up: %v", err)
 	}
 	if _, err := waitEvicted(ctx, cl, 1, time.Minute); err != nil {
@@ -223,38 +235,14 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			}
 		}
 	}()
-	var (
-		mu   sync.Mutex
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
 	start, cpu0 := time.Now(), cpuTime(srv.pid())
-	for range c.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(c.Sessions) {
-				lat, err := turn(ctx, cl, work, func() int { return c.Steps * c.Chunks })
-				mu.Lock()
-				if err != nil {
-					r.Errors++
-					if r.FirstErr == "" {
-						r.FirstErr = err.Error()
-					}
-				} else {
-					r.Turns++
-				}
-				r.Latencies = append(r.Latencies, lat...)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	r.runSessions(func() ([]time.Duration, [][2]time.Duration, error) {
+		return turn(ctx, cl, work, func() int { return c.Steps * c.Chunks })
+	})
 	r.Wall, r.CPU = time.Since(start), cpuTime(srv.pid())-cpu0
 	close(stopSampling)
 	<-sampled
 	r.RSSPeak = peak.Load()
-	slices.Sort(r.Latencies)
 	n, err := waitEvicted(ctx, cl, c.Sessions+1, 2*time.Minute)
 	r.Evicted = n - 1
 	if err != nil {
@@ -269,6 +257,40 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	return r, nil
 }
 
+// runSessions runs r.Sessions turns, r.Concurrency at a time, and records
+// their outcomes and chunk latencies (sorted).
+func (r *Report) runSessions(turn func() ([]time.Duration, [][2]time.Duration, error)) {
+	var (
+		mu   sync.Mutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range r.Concurrency {
+		wg.Go(func() {
+			for next.Add(1) <= int64(r.Sessions) {
+				lat, split, err := turn()
+				mu.Lock()
+				if err != nil {
+					r.Errors++
+					r.FirstErr = cmpOr(r.FirstErr, err.Error())
+				} else {
+					r.Turns++
+				}
+				r.Latencies = append(r.Latencies, lat...)
+				for _, sp := range split {
+					r.Ingest = append(r.Ingest, sp[0])
+					r.Stream = append(r.Stream, sp[1])
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(r.Latencies)
+	slices.Sort(r.Ingest)
+	slices.Sort(r.Stream)
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a
@@ -281,36 +303,35 @@ func cmpOr(a, b string) string {
 // replayed), and reads the stream to the turn's end; it returns each
 // chunk's added latency. want, when set, is the number of timed chunks the
 // turn must carry.
-func turn(ctx context.Context, c *client.Client, work string, want func() int) ([]time.Duration, error) {
+func turn(ctx context.Context, c *client.Client, work string, want func() int) (lat []time.Duration, split [][2]time.Duration, err error) {
 	s, err := c.CreateSession(ctx, api.CreateSession{Workspace: work})
 	if err != nil {
-		return nil, fmt.Errorf("create: %v", err)
+		return nil, nil, fmt.Errorf("create: %v", err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(sctx, "GET", c.Base+"/v1/sessions/"+string(s.ID)+"/stream", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("stream of %s: %v", s.ID, err)
+		return nil, nil, fmt.Errorf("stream of %s: %v", s.ID, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("stream of %s: %s", s.ID, resp.Status)
+		return nil, nil, fmt.Errorf("stream of %s: %s", s.ID, resp.Status)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	sent := false
-	var lat []time.Duration
 	for sc.Scan() {
 		line := sc.Bytes()
 		if !sent && len(line) == 0 {
 			// The server's opening comment: the stream follows the log.
 			if _, err := c.Send(ctx, s.ID, "go"); err != nil {
-				return nil, fmt.Errorf("send: %v", err)
+				return nil, nil, fmt.Errorf("send: %v", err)
 			}
 			sent = true
 			continue
@@ -322,33 +343,35 @@ func turn(ctx context.Context, c *client.Client, work string, want func() int) (
 		now := time.Now().UnixNano()
 		var ev session.Event
 		if err := json.Unmarshal(data, &ev); err != nil {
-			return lat, fmt.Errorf("session %s: a stream event is not JSON: %v", s.ID, err)
+			return lat, split, fmt.Errorf("session %s: a stream event is not JSON: %v", s.ID, err)
 		}
 		switch ev.Type {
 		case session.TypeAssistantChunk:
 			ch, err := session.Decode[session.AssistantChunk](ev)
 			if err != nil {
-				return lat, err
+				return lat, split, err
 			}
 			for _, m := range stamp.FindAllStringSubmatch(ch.Chunk.Text, -1) {
 				at, _ := strconv.ParseInt(m[1], 10, 64)
 				lat = append(lat, time.Duration(now-at))
+				appended := ev.Time * int64(time.Millisecond)
+				split = append(split, [2]time.Duration{time.Duration(appended - at), time.Duration(now - appended)})
 			}
 		case session.TypeTurnEnd:
 			te, err := session.Decode[session.TurnEnd](ev)
 			if err != nil {
-				return lat, err
+				return lat, split, err
 			}
 			if te.Reason.Kind != session.EndCompleted {
-				return lat, fmt.Errorf("session %s: the turn ended %s: %s", s.ID, te.Reason.Kind, te.Reason.Message)
+				return lat, split, fmt.Errorf("session %s: the turn ended %s: %s", s.ID, te.Reason.Kind, te.Reason.Message)
 			}
 			if want != nil && len(lat) != want() {
-				return lat, fmt.Errorf("session %s: %d timed chunks, want %d", s.ID, len(lat), want())
+				return lat, split, fmt.Errorf("session %s: %d timed chunks, want %d", s.ID, len(lat), want())
 			}
-			return lat, nil
+			return lat, split, nil
 		}
 	}
-	return lat, fmt.Errorf("session %s: the stream ended before the turn: %v", s.ID, sc.Err())
+	return lat, split, fmt.Errorf("session %s: the stream ended before the turn: %v", s.ID, sc.Err())
 }
 
 var stamp = regexp.MustCompile(`ts:(\d+);`)

@@ -40,7 +40,7 @@ func TestLoadSmoke(t *testing.T) {
 	if r.Errors != 0 || r.Turns != 6 {
 		t.Fatalf("%d turns, %d errors (first: %s)", r.Turns, r.Errors, r.FirstErr)
 	}
-	if len(r.Latencies) != 6*5*2 || r.Quantile(0) <= 0 {
+	if len(r.Latencies) != 6*5*2 || r.Quantile(0) <= 0 || len(r.Ingest) != len(r.Latencies) || len(r.Stream) != len(r.Latencies) {
 		t.Fatalf("%d chunks timed, want 60 (smallest %v)", len(r.Latencies), r.Quantile(0))
 	}
 	if r.Evicted != 6 || r.RSSStart <= 0 || r.RSSPeak < r.RSSStart || r.CPU <= 0 {
