@@ -751,10 +751,10 @@ type instruction struct {
 // without these the model would keep only a summary's paraphrase of its
 // current task.
 func latestInstructions(s *session.Session) []instruction {
-	events := s.Events()
 	var out []instruction
-	for i := len(events) - 1; i >= 0; i-- {
-		e := events[i]
+	found := false
+	// Backwards without copying the log: it runs at every compaction.
+	s.Backward(int64(s.Len()), func(e session.Event) bool {
 		switch e.Type {
 		case session.TypeSteeringMessage:
 			if st, err := session.Decode[session.Steering](e); err == nil {
@@ -763,14 +763,19 @@ func latestInstructions(s *session.Session) []instruction {
 		case session.TypeUserMessage:
 			p, err := session.Decode[session.Prompt](e)
 			if err != nil || (p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact") {
-				continue
+				return true
 			}
 			out = append(out, instruction{seq: e.Seq, tag: "user-request", content: p.Content})
-			slices.Reverse(out)
-			return out
+			found = true
+			return false
 		}
+		return true
+	})
+	if !found {
+		return nil // no prompt: nothing to carry (steering alone has no task)
 	}
-	return nil // no prompt: nothing to carry (steering alone has no task)
+	slices.Reverse(out)
+	return out
 }
 
 // ask runs the summarization request through the agent's request point.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/dshq/dsh/bash"
 	"github.com/dshq/dsh/bash/local"
@@ -19,6 +20,7 @@ import (
 	"github.com/dshq/dsh/fs/policy"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/tool"
 	"github.com/dshq/dsh/tools/bashtool"
 	"github.com/dshq/dsh/tools/fstool"
@@ -106,7 +108,20 @@ func restateTodos(ctx context.Context, out compact.Outcome) error {
 	if out.Err != nil || !out.Summarized || out.Agent == nil {
 		return nil
 	}
-	text := todo.Restate(out.Agent.Session().Events(), out.Shadowed.End) // Decode reads back what was released
+	// The newest todo list that decodes, found backwards without copying
+	// the log (a long session's Events is megabytes at every compaction).
+	var writes []session.Event
+	s := out.Agent.Session()
+	s.Backward(int64(s.Len()), func(e session.Event) bool {
+		if e.Type != todo.EventTodoWrite {
+			return true
+		}
+		writes = append(writes, e)
+		_, err := session.Decode[todo.Write](e) // reads back what was released
+		return err != nil                       // a damaged one: look further back
+	})
+	slices.Reverse(writes)
+	text := todo.Restate(writes, out.Shadowed.End)
 	if text == "" {
 		return nil
 	}
