@@ -159,26 +159,39 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, c *call) {
 	if err := write([]byte(": dsh session " + string(e.id) + "\n\n")); err != nil {
 		return
 	}
-	go s.heartbeat(ctx, func() error { return write([]byte(": ping\n\n")) })
-	var fwd sync.WaitGroup
-	fwd.Go(func() { s.forwardProgress(ctx, e, write) })
+	buf := make([]byte, 0, 512)
+	beside(ctx, func(ctx context.Context) {
+		_ = s.follow(ctx, e, from, func(ev session.Event) error {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			buf = append(buf[:0], "id: "...)
+			buf = strconv.AppendInt(buf, ev.Seq, 10)
+			buf = append(buf, "\ndata: "...)
+			buf = append(buf, b...)
+			buf = append(buf, "\n\n"...)
+			return write(buf)
+		})
+	}, func(ctx context.Context) { s.heartbeat(ctx, func() error { return write([]byte(": ping\n\n")) }) },
+		func(ctx context.Context) { s.forwardProgress(ctx, e, write) })
+}
+
+// beside runs a stream's main loop with its helpers (heartbeats, progress)
+// in goroutines of their own, and returns only once every helper is done:
+// a handler that returned while a helper still wrote would write to a
+// ResponseWriter (or a WebSocket) net/http has already reused.
+func beside(ctx context.Context, main func(context.Context), helpers ...func(context.Context)) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, h := range helpers {
+		wg.Go(func() { h(ctx) })
+	}
 	defer func() {
 		cancel()
-		fwd.Wait() // no write once the handler returns
+		wg.Wait()
 	}()
-	buf := make([]byte, 0, 512)
-	_ = s.follow(ctx, e, from, func(ev session.Event) error {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		buf = append(buf[:0], "id: "...)
-		buf = strconv.AppendInt(buf, ev.Seq, 10)
-		buf = append(buf, "\ndata: "...)
-		buf = append(buf, b...)
-		buf = append(buf, "\n\n"...)
-		return write(buf)
-	})
+	main(ctx)
 }
 
 func (s *Server) heartbeat(ctx context.Context, ping func() error) {
@@ -224,19 +237,22 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	defer conn.CloseNow()
 	ctx := conn.CloseRead(r.Context())
-	go s.heartbeat(ctx, func() error {
-		pctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
-		defer cancel()
-		return conn.Ping(pctx)
-	})
-	err = s.follow(ctx, e, from, func(ev session.Event) error {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		wctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
-		defer cancel()
-		return conn.Write(wctx, websocket.MessageText, b)
+	beside(ctx, func(ctx context.Context) {
+		err = s.follow(ctx, e, from, func(ev session.Event) error {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			wctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
+			defer cancel()
+			return conn.Write(wctx, websocket.MessageText, b)
+		})
+	}, func(ctx context.Context) {
+		s.heartbeat(ctx, func() error {
+			pctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
+			defer cancel()
+			return conn.Ping(pctx)
+		})
 	})
 	if err != nil && ctx.Err() == nil {
 		_ = conn.Close(websocket.StatusInternalError, trimReason(err.Error()))

@@ -108,6 +108,22 @@ func (m *webModel) reply(req fakeanthropic.Request) fakeanthropic.Reply {
 			"; while [ ! -e " + filepath.Join(m.dir, "gate") + " ]; do sleep 0.05; done; echo AFTER-GATE"
 		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_live", Name: "bash",
 			Input: map[string]any{"command": cmd, "description": "print slowly"}}}}
+	case strings.Contains(text, "please write version one"):
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_v1", Name: "write",
+			Input: map[string]string{"file_path": filepath.Join(m.dir, "a.txt"), "content": "version one\n"}}}}
+	case strings.Contains(text, "please write version two"):
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_v2", Name: "bash",
+			Input: map[string]any{"command": "printf 'version two\\n' > a.txt", "description": "rewrite a.txt"}}}}
+	case strings.HasPrefix(text, "RULE-"):
+		// RULE-<n> <command>: run the command outside the sandbox, so the
+		// permission rules (not the sandbox) decide whether it asks.
+		n, cmd, _ := strings.Cut(text, " ")
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_" + strings.ToLower(strings.ReplaceAll(n, "-", "")), Name: "bash",
+			Input: map[string]any{"dangerouslyDisableSandbox": true, "command": cmd, "description": n}}}}
+	case strings.HasPrefix(text, "READ-"):
+		n, path, _ := strings.Cut(text, " ")
+		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_" + strings.ToLower(strings.ReplaceAll(n, "-", "")), Name: "read",
+			Input: map[string]any{"file_path": strings.TrimSpace(path)}}}}
 	case strings.Contains(text, "please be hostile"):
 		out := strings.ReplaceAll(hostile, "'", `'"'"'`)
 		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_evil", Name: "bash",

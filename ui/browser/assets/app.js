@@ -20,6 +20,7 @@
       super((body && body.error) || 'HTTP ' + status);
       this.status = status;
       this.code = body && body.code;
+      this.body = body;
     }
   }
 
@@ -591,23 +592,50 @@
       [['both', 'Code and conversation'], ['code', 'Code only'], ['chat', 'Conversation only']].map(([v, t]) => el('option', {value: v}, t)));
     const list = el('ul', {class: 'rewind-list'});
     const out = el('pre', {class: 'out', id: 'rw-result', hidden: true});
-    const close = el('button', {class: 'btn', type: 'button'}, 'Close');
-    const {dlg, err} = dialog('rewind-dialog', 'Rewind', el('div', null, el('p', {class: 'muted'}, 'Take the session back to before a turn: its files as they were, and the conversation from there.'), scope, list, out), [close]);
+    const conflicts = el('div', {class: 'rw-conflicts', hidden: true});
+    const close = el('button', {class: 'btn', type: 'button', id: 'rw-close'}, 'Close');
+    const {dlg, err} = dialog('rewind-dialog', 'Rewind', el('div', null, el('p', {class: 'muted'}, 'Take the session back to before a turn: its files as they were, and the conversation from there.'), scope, list, conflicts, out), [close]);
     close.addEventListener('click', () => dlg.close());
+    const buttons = () => dlg.querySelectorAll('.rewind-list button, .rw-conflicts button');
+    // go asks the server to rewind; files someone else changed since the
+    // agent's checkpoint refuse it (409), and the user then sees their
+    // changes and chooses: overwrite them, or rewind the rest.
+    const go = async (turn, extra) => {
+      for (const x of buttons()) x.disabled = true;
+      err.textContent = '';
+      try {
+        const r = await api('POST', sessionPath(c.id) + '/rewind', Object.assign({to: String(turn), scope: scope.value}, extra));
+        clear(conflicts).hidden = true;
+        out.hidden = false;
+        out.textContent = visible(r.text || (r.done ? 'Rewound.' : 'Nothing was done.'));
+        // As in the terminal, the rewound turn's prompt comes back to the
+        // composer (unless the user has started typing something else).
+        if (r.done && r.prompt && scope.value !== 'code' && !c.prompt.value.trim()) c.prompt.value = r.prompt;
+      } catch (e) {
+        const b = e.body;
+        if (e.status === 409 && b && b.refused === 'conflicts') showConflicts(turn, b.conflicts || []);
+        else err.textContent = e.message;
+      }
+      for (const x of buttons()) x.disabled = false;
+    };
+    const showConflicts = (turn, cfs) => {
+      clear(conflicts).hidden = false;
+      conflicts.appendChild(el('p', {class: 'rw-conflict-q', role: 'alert'}, el('strong', null, cfs.length === 1 ? '1 file was' : cfs.length + ' files were'),
+        ' changed by someone else since the agent’s checkpoint; nothing was rewound.'));
+      for (const cf of cfs) {
+        conflicts.appendChild(el('div', {class: 'rw-conflict'}, el('code', null, visible(cf.path || '')), ' ', el('span', {class: 'muted'}, visible(cf.op || '')),
+          cf.diff ? el('pre', {class: 'out diff-text'}, visible(cf.diff)) : null));
+      }
+      const force = el('button', {class: 'btn danger', type: 'button', 'data-choice': 'force'}, 'Overwrite their changes');
+      const skip = el('button', {class: 'btn', type: 'button', 'data-choice': 'skip'}, 'Rewind the rest, keep theirs');
+      force.addEventListener('click', () => go(turn, {force: true}));
+      skip.addEventListener('click', () => go(turn, {skipConflicts: true}));
+      conflicts.appendChild(el('div', {class: 'form-actions'}, skip, force));
+    };
     if (!pts.length) list.appendChild(el('li', {class: 'muted'}, 'Nothing to rewind to yet.'));
     for (const p of pts) {
       const b = el('button', {class: 'btn', type: 'button', 'data-turn': String(p.turn)}, 'Rewind here');
-      b.addEventListener('click', async () => {
-        for (const x of list.querySelectorAll('button')) x.disabled = true;
-        try {
-          const r = await api('POST', sessionPath(c.id) + '/rewind', {to: String(p.turn), scope: scope.value});
-          out.hidden = false;
-          out.textContent = visible(r.text || (r.done ? 'Rewound.' : 'Nothing was done.'));
-        } catch (e) {
-          err.textContent = e.message;
-        }
-        for (const x of list.querySelectorAll('button')) x.disabled = false;
-      });
+      b.addEventListener('click', () => go(p.turn));
       list.appendChild(el('li', null, el('strong', null, 'Turn ' + p.turn), el('span', {title: p.prompt}, visible(p.prompt || '')),
         el('span', {class: 'muted'}, visible(p.summary || (p.code ? '' : 'no file changes'))), b));
     }

@@ -148,6 +148,7 @@
     constructor(view, n, ev) {
       this.n = n;
       this.start = ev ? ev.time : 0;
+      this.seq = ev && typeof ev.seq === 'number' ? ev.seq : -1;
       this.end = 0;
       this.usage = {input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0};
       this.cost = 0;
@@ -859,11 +860,31 @@
     'serve/session'() {},
     'checkpoint/taken'() {},
     'checkpoint/restore-start'() {},
-    'checkpoint/restored'() {},
+    'checkpoint/restored'(ev, d) {
+      // A code-only rewind has no checkpoint/rewind event: say it here.
+      const t = this.currentTurn();
+      if (!t.el.classList.contains('trigger-rewind')) return;
+      const left = (d.left || []).length, failed = (d.failed || []).length;
+      let text = 'Files restored: ' + plural(d.done || 0, 'file');
+      if (left) text += ' · ' + plural(left, 'file') + ' left as someone else changed ' + (left === 1 ? 'it' : 'them');
+      if (failed) text += ' · ' + plural(failed, 'file') + ' failed';
+      this.note(failed ? 'bad' : 'mode', text);
+    },
     'checkpoint/rewind'(ev, d) {
       const to = d.to || {};
       const where = typeof to === 'object' ? (to.turn ? 'turn ' + to.turn + (to.step ? '.' + to.step : '') : '') : String(to);
       this.note('mode', 'Rewound ' + (d.code ? 'code and conversation' : 'the conversation') + (where ? ' to before ' + where : ''));
+      // The turns from the target on are hidden from the model (the log
+      // keeps them): mark them, so the reader sees what the model no
+      // longer does.
+      if (typeof d.toSeq === 'number') {
+        for (const t of this.turns.values()) {
+          if (t.seq >= d.toSeq && t !== this.turn && !t.el.classList.contains('rewound')) {
+            t.el.classList.add('rewound');
+            t.el.insertBefore(el('div', {class: 'rewound-tag'}, 'Rewound: the model no longer sees this turn'), t.el.firstChild);
+          }
+        }
+      }
     },
     'hook/result'(ev, d) {
       if (!d.decision || d.decision === 'allow' || d.decision === 'none' || d.decision === 'continue') {
