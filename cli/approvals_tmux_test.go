@@ -27,8 +27,12 @@ type promptModel struct {
 
 type promptStep struct {
 	key string
-	// call is a bash command to run; text a reply to stream.
-	call, text string
+	// call is a bash command to run; text a reply to stream; plan a plan
+	// to present with exit_plan_mode.
+	call, text, plan string
+	// tool and args are any other tool call.
+	tool string
+	args map[string]string
 	// hold keeps the stream open after text until the request is cancelled.
 	hold bool
 	// tooLong refuses the request as too long for the context window
@@ -113,6 +117,14 @@ func (m *promptModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case lastRole == "tool" || step == nil:
 		text("Finished: " + lastUser)
 		stop("stop")
+	case step.plan != "" || step.tool != "":
+		name, a := step.tool, step.args
+		if step.plan != "" {
+			name, a = "exit_plan_mode", map[string]string{"plan": step.plan}
+		}
+		args, _ := json.Marshal(a)
+		events = append(events, fmt.Sprintf(`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":%q,"arguments":%q}}]},"finish_reason":null}]}`, len(m.requests), name, args))
+		stop("tool_calls")
 	case step.call != "":
 		args, _ := json.Marshal(map[string]string{"command": step.call, "description": "Scripted: " + step.key})
 		events = append(events, fmt.Sprintf(`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":"bash","arguments":%q}}]},"finish_reason":null}]}`, len(m.requests), args))

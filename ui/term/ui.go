@@ -146,6 +146,9 @@ type ui struct {
 	reasonEd  *Editor
 	apScroll  int  // first row of the open question's command shown
 	bypassAsk bool // shift-tab is asking to confirm bypassPermissions
+	// planBypass: the plan card is asking to confirm approving the plan
+	// into bypassPermissions.
+	planBypass bool
 	// rw is the open rewind picker; lastEsc the idle esc that a second
 	// one makes Esc Esc.
 	rw      *rewindPicker
@@ -512,7 +515,7 @@ func (u *ui) handle(m any) {
 	case withdrawMsg:
 		if i := slices.Index(u.approvals, m.a); i >= 0 {
 			if i == 0 {
-				u.reasonEd = nil
+				u.reasonEd, u.planBypass = nil, false
 				u.holdAnswers() // the next question, if any, is new
 			}
 			u.approvals = slices.Delete(u.approvals, i, i+1)
@@ -728,12 +731,24 @@ func (u *ui) setHint(s string, d time.Duration) {
 // approvalKey answers the open question: y, a, n (then a reason), esc.
 func (u *ui) approvalKey(k Key) {
 	a := u.approvals[0]
+	if isPlan(a.req) && u.reasonEd == nil {
+		u.planKey(a, k)
+		return
+	}
 	if u.reasonEd != nil {
 		switch u.reasonEd.Handle(k) {
 		case ActSubmit:
-			u.answer(a, tool.Approval{Allow: false, Reason: strings.TrimSpace(u.reasonEd.Text()), By: "user"})
+			reason := strings.TrimSpace(u.reasonEd.Text())
+			if isPlan(a.req) {
+				reason = planRejected(reason)
+			}
+			u.answer(a, tool.Approval{Allow: false, Reason: reason, By: "user"})
 		case ActEsc, ActInterrupt, ActEOF:
-			u.answer(a, tool.Approval{Allow: false, By: "user"})
+			ans := tool.Approval{Allow: false, By: "user"}
+			if isPlan(a.req) {
+				ans.Reason = keepPlanning
+			}
+			u.answer(a, ans)
 		}
 		return
 	}
@@ -788,7 +803,7 @@ func (u *ui) saveProjectRules(rules []string) (string, error) {
 
 func (u *ui) answer(a *approval, ans tool.Approval) {
 	a.reply <- ans // buffered: never blocks
-	u.reasonEd, u.apScroll = nil, 0
+	u.reasonEd, u.apScroll, u.planBypass = nil, 0, false
 	if i := slices.Index(u.approvals, a); i >= 0 {
 		u.approvals = slices.Delete(u.approvals, i, i+1)
 	}
@@ -1173,6 +1188,9 @@ func (u *ui) activity() string {
 func (u *ui) approvalRows(w int, now time.Time) (rows []string, crow, ccol int) {
 	a := u.approvals[0]
 	req := a.req
+	if isPlan(req) {
+		return u.planRows(req, w, now)
+	}
 	card := &Card{Name: req.Call.Name, Args: req.Call.Raw, Kind: req.Info.Kind}
 	var view *tool.View
 	if tl, ok := u.app.Host.Tools.Get(req.Call.Name); ok {
