@@ -71,7 +71,7 @@ func TestFleet(t *testing.T) {
 	want := map[int64]string{}
 	var slow []api.Run
 	for i := range 3 {
-		r, err := clients[i].CreateRun(ctx, api.CreateRun{Workspace: spaces[i], Prompt: "shell sleep 3", PermissionMode: "bypassPermissions"})
+		r, err := clients[i].CreateRun(ctx, api.CreateRun{Workspace: spaces[i], Prompt: "shell sleep 4", PermissionMode: "bypassPermissions"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,23 +87,33 @@ func TestFleet(t *testing.T) {
 		want[r.ID] = "hello from the scripted model, answering " + prompt
 	}
 
-	// A slow run in the middle of its tool call, its worker and a client
-	// streaming it from that worker.
+	// A slow run in the middle of its tool call, the worker running its
+	// turn and a client streaming it from that worker. The worker is the
+	// session's holder, not the run's latest attempt: the slow turn
+	// outlasts the rescue time, so River may already have handed a second
+	// attempt to another worker, which snoozes while the first holds the
+	// session (killing that one would interrupt nothing).
 	var victim api.Run
+	vi := -1
 	waitFor(t, "a slow run in its tool call", func() bool {
 		for _, s := range slow {
 			r, err := clients[0].Run(ctx, s.ID)
 			if err != nil || r.State != api.RunRunning || r.Session == "" {
 				continue
 			}
-			if page, err := clients[0].Events(ctx, r.Session, 0, 0); err == nil && hasType(page.Events, session.TypeToolCall) {
-				victim = r
-				return true
+			for i, c := range clients {
+				if v, err := c.Session(ctx, r.Session); err != nil || v.Holder != fmt.Sprintf("w%d", i) {
+					continue
+				}
+				page, err := c.Events(ctx, r.Session, 0, 0)
+				if err == nil && hasType(page.Events, session.TypeToolCall) && !hasType(page.Events, session.TypeTurnEnd) {
+					victim, vi = r, i
+					return true
+				}
 			}
 		}
 		return false
 	})
-	vi := int(victim.Worker[1] - '0')
 	other := (vi + 1) % 3
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
@@ -119,7 +129,7 @@ func TestFleet(t *testing.T) {
 	}
 	scancel()
 	workers[vi].Kill()
-	t.Logf("killed %s running run %d (session %s) after %d streamed events", victim.Worker, victim.ID, victim.Session, len(seen))
+	t.Logf("killed w%d running run %d (session %s; latest attempt on %s) after %d streamed events", vi, victim.ID, victim.Session, victim.Worker, len(seen))
 
 	// The client resumes from its last event on another worker, and sees
 	// the retried run's turn complete.

@@ -173,8 +173,10 @@ var ErrRunBusy = errors.New("serve: the run's session is held by another worker"
 // earlier attempt finished, but its worker died before the queue heard of
 // it) is not prompted again; its answer is returned. A turn an earlier
 // attempt left open (its worker killed mid-turn) is closed as interrupted
-// when the session is loaded, and the prompt is sent again. The writer
-// lease makes these checks safe: only the worker holding it appends.
+// when the session is loaded; the prompt it recorded is then answered by a
+// retried turn (agent.Retrier), not sent a second time (see submitRun).
+// The writer lease makes these checks safe: only the worker holding it
+// appends.
 //
 // When ctx ends (the run was cancelled, or the worker stops) the turn is
 // cancelled and ExecuteRun returns once it has ended.
@@ -199,8 +201,8 @@ func (s *Server) ExecuteRun(ctx context.Context, spec RunSpec) (string, error) {
 		return text, nil
 	}
 	from := int64(sess.Len())
-	if err := a.Send(ctx, []llm.Block{llm.Text(spec.Prompt)}, llm.UserSource); err != nil {
-		return "", fmt.Errorf("serve: run %d: sending the prompt: %w", spec.Run, err)
+	if err := submitRun(ctx, a, spec); err != nil {
+		return "", err
 	}
 	e.touch()
 	end, err := waitTurnEnd(ctx, sess, from)
@@ -221,6 +223,52 @@ func (s *Server) ExecuteRun(ctx context.Context, spec RunSpec) (string, error) {
 	}
 	text, _ := completedAnswer(sess, from)
 	return text, nil
+}
+
+// runRef is the ref a run's prompt carries (llm.Source.Ref), so a later
+// attempt finds it in the session whatever a prompt-submit listener made
+// of its text.
+func runRef(run int64) string { return "run:" + strconv.FormatInt(run, 10) }
+
+// submitRun starts the turn of a run's attempt: its prompt, marked with the
+// run's ref; or, when an earlier attempt recorded that prompt and no turn
+// answered it (its worker died mid-turn, or its model call failed), a
+// retried turn that answers the history without recording the prompt
+// again. Sending it again would have the model answer both copies.
+func submitRun(ctx context.Context, a agent.Agent, spec RunSpec) error {
+	ref := runRef(spec.Run)
+	if !recordedPrompt(ctx, a.Session(), ref) {
+		if err := a.Send(ctx, []llm.Block{llm.Text(spec.Prompt)}, llm.Source{Kind: llm.SourceUser, Ref: ref}); err != nil {
+			return fmt.Errorf("serve: run %d: sending the prompt: %w", spec.Run, err)
+		}
+		return nil
+	}
+	r, ok := a.(agent.Retrier)
+	if !ok {
+		return fmt.Errorf("serve: run %d: its prompt is recorded without an answer, and this agent cannot retry a turn", spec.Run)
+	}
+	if err := r.Retry(ctx); err != nil {
+		return fmt.Errorf("serve: run %d: retrying its turn after attempt %d: %w", spec.Run, spec.Attempt-1, err)
+	}
+	return nil
+}
+
+// recordedPrompt reports whether the session holds the user/message of the
+// prompt marked ref (by its ref, not its text: a prompt-submit listener may
+// have rewritten the text).
+func recordedPrompt(ctx context.Context, sess *session.Session, ref string) bool {
+	found := false
+	_ = sess.Range(ctx, 0, int64(sess.Len()), func(ev session.Event) error {
+		if ev.Type != session.TypeUserMessage {
+			return nil
+		}
+		if p, err := session.Decode[session.Prompt](ev); err == nil && p.Source.Ref == ref {
+			found = true
+			return errStop
+		}
+		return nil
+	})
+	return found
 }
 
 // runAgent loads the run's session (creating it on the first attempt).
