@@ -13,6 +13,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/goleak"
 
+	"github.com/dshq/dsh/acp"
 	"github.com/dshq/dsh/acp/acptest"
 	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/llm/providers"
@@ -308,25 +309,53 @@ func TestLoadReplaysHistory(t *testing.T) {
 	if len(replay) == 0 || replay[0].UserMessageChunk == nil || text(replay[0]) != "write notes" {
 		t.Fatalf("replay starts with %s", describe(replay))
 	}
-	// Live and replayed streams agree on everything but the user's message
-	// (and the live-only command list, title and in-progress mark).
-	strip := func(us []sdk.SessionUpdate) []string {
-		var out []string
+	// The replay shows what the live stream left on the client's screen
+	// (but the user's message and the live-only command list, title and
+	// in-progress mark): each message whole, each call's card in its final
+	// state, the last usage.
+	shown := func(us []sdk.SessionUpdate) []string {
+		var out []sdk.SessionUpdate
+		cards := map[sdk.ToolCallId]*sdk.SessionUpdateToolCall{}
+		var usage *sdk.SessionUpdate
 		for _, u := range us {
-			k := kind(u)
-			if k == "user_message_chunk" || k == "available_commands_update" || k == "session_info_update" {
-				continue
+			switch k := kind(u); {
+			case k == "user_message_chunk" || k == "available_commands_update" || k == "session_info_update":
+			case u.UsageUpdate != nil:
+				usage = &u
+			case u.ToolCall != nil:
+				c := *u.ToolCall
+				cards[c.ToolCallId] = &c
+				out = append(out, sdk.SessionUpdate{ToolCall: &c})
+			case u.ToolCallUpdate != nil:
+				c, up := cards[u.ToolCallUpdate.ToolCallId], u.ToolCallUpdate
+				if up.Status != nil {
+					c.Status = *up.Status
+				}
+				if up.Title != nil {
+					c.Title = *up.Title
+				}
+				if up.Content != nil {
+					c.Content = up.Content
+				}
+			case u.AgentMessageChunk != nil && len(out) > 0 && out[len(out)-1].AgentMessageChunk != nil:
+				last := out[len(out)-1].AgentMessageChunk
+				out[len(out)-1] = sdk.UpdateAgentMessageText(last.Content.Text.Text + text(u))
+			default:
+				out = append(out, u)
 			}
-			if u.ToolCallUpdate != nil && u.ToolCallUpdate.Status != nil && *u.ToolCallUpdate.Status == "in_progress" {
-				continue
-			}
-			b, _ := json.Marshal(u)
-			out = append(out, string(b))
 		}
-		return out
+		if usage != nil {
+			out = append(out, *usage)
+		}
+		var s []string
+		for _, u := range out {
+			b, _ := json.Marshal(u)
+			s = append(s, string(b))
+		}
+		return s
 	}
-	if a, b := strip(live), strip(replay); !slices.Equal(a, b) {
-		t.Fatalf("live and replay differ:\nlive   %q\nreplay %q", a, b)
+	if a, b := shown(live), shown(replay); !slices.Equal(a, b) || len(b) != len(replay)-2 {
+		t.Fatalf("live and replay differ:\nlive   %q\nreplay %q (%s)", a, b, describe(replay))
 	}
 	// Loading it again while it is live here replays it again.
 	h.client.reset(id)
@@ -869,4 +898,67 @@ func TestUsageUpdateCost(t *testing.T) {
 	if c := costs(); len(c) != 1 || !near(c[0], 360e-6) {
 		t.Fatalf("cost after load %v (want the history's included)", c)
 	}
+}
+
+// A long history's cost is summed in the background after session/load
+// answers: the replay's usage update leaves the cost out (unknown, not
+// zero) and a later one carries the whole session's, the same as a full
+// replay's.
+func TestLoadSumsHistoryCostInBackground(t *testing.T) {
+	notes := strings.Repeat("a line of notes long enough to be worth summarizing\n", 40)
+	model := acptest.New(acptest.Text(notes), acptest.Text("Second."+strings.Repeat(" filler", 150)),
+		acptest.Text("Goal: notes."), acptest.Text("After."))
+	defer model.Close()
+	h := newHarness(t, model)
+	h.initialize(sdk.ClientCapabilities{})
+	id := h.newSession()
+	for _, p := range []string{"first", "second", "/compact", "third"} {
+		h.mustPrompt(id, p, sdk.StopReasonEndTurn)
+	}
+	h.restart()
+	h.initialize(sdk.ClientCapabilities{})
+	cost := func(full bool) (first, last *sdk.Cost) {
+		t.Helper()
+		h.client.reset(id)
+		req := sdk.LoadSessionRequest{SessionId: id, Cwd: h.dir, McpServers: []sdk.McpServer{}}
+		if full {
+			req.Meta = map[string]any{"dsh": map[string]any{"replay": "full"}}
+		}
+		if _, err := h.conn.LoadSession(h.ctx(), req); err != nil {
+			t.Fatal(err)
+		}
+		var usage []*sdk.SessionUsageUpdate
+		for _, u := range h.client.updatesOf(id) {
+			if u.UsageUpdate != nil {
+				usage = append(usage, u.UsageUpdate)
+			}
+		}
+		// The background sum's may have come already.
+		if len(usage) != 1 && (full || len(usage) != 2) {
+			t.Fatalf("the replay sent %d usage updates: %s", len(usage), describe(h.client.updatesOf(id)))
+		}
+		first = usage[0].Cost
+		if !full {
+			h.client.waitFor(t, id, func(u sdk.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Cost != nil })
+			for _, u := range h.client.updatesOf(id) {
+				if u.UsageUpdate != nil {
+					last = u.UsageUpdate.Cost
+				}
+			}
+		}
+		return first, last
+	}
+	defer acp.SetSyncAccountBelow(0)()
+	first, last := cost(false)
+	if first != nil || last == nil || last.Amount <= 0 {
+		t.Fatalf("since the compaction: the replay's cost %+v, the later one %+v", first, last)
+	}
+	if _, err := h.conn.CloseSession(h.ctx(), sdk.CloseSessionRequest{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := cost(true)
+	if whole == nil || whole.Amount != last.Amount {
+		t.Fatalf("full replay's cost %+v, the background sum %+v", whole, last)
+	}
+	h.close()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dshq/dsh/internal/uuid"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 )
@@ -59,6 +60,10 @@ type sess struct {
 	// closed in the log before the agent goes.
 	stopCmd context.CancelFunc
 	cmdDone chan struct{}
+	// stopAccount stops the background sum of the history's cost
+	// (accountHistory); accountDone closes when it has returned.
+	stopAccount context.CancelFunc
+	accountDone chan struct{}
 }
 
 // promptSlot is the in-flight session/prompt of a session.
@@ -273,15 +278,16 @@ func (r *sess) currentModel() string {
 }
 
 // attach installs the agent and turns live updates on. With replay, the
-// whole log is first sent as updates (a fresh translator, so a call cut
-// off in history leaves nothing pending in the live one).
+// log is first sent as whole messages (from the last compaction unless
+// full; a fresh translator, so a call cut off in history leaves nothing
+// pending in the live one; see replay.go).
 //
 // The record is registered (visible to session/close and to teardown)
 // while its agent starts; attach reports false, installing nothing, when
 // it was disposed meanwhile or the server is closing. The caller then
 // owns h and must abandon it: a disposed record never gets an agent, so
 // none outlives its session.
-func (r *sess) attach(h *agent.Handle, replay bool) bool {
+func (r *sess) attach(h *agent.Handle, replay, full bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.disposed || r.srv.isClosed() {
@@ -293,43 +299,46 @@ func (r *sess) attach(h *agent.Handle, replay bool) bool {
 		r.mode = m.Mode(r.id)
 	}
 	r.tr.cwd = r.cwd()
-	events, err := h.Agent.Session().Log(context.Background())
-	if err != nil {
-		// The store failed to give back released payloads: replay what
-		// memory holds (released events translate to nothing) and say so.
-		r.srv.log.Warn("acp: reading the log for replay", "session", r.id, "err", err)
-		events = h.Agent.Session().Events()
-	}
+	s := h.Agent.Session()
+	n := int64(s.Len())
+	// The events before from are neither replayed nor seen live: their cost
+	// is summed apart.
+	from, note := n, (*sdk.SessionUpdate)(nil)
 	if replay {
-		r.replayLocked(events)
+		from, note = replayStart(context.Background(), s, n, full)
 	}
-	r.tr.account(events)
-	r.titled = slices.ContainsFunc(events, func(e session.Event) bool { return e.Type == session.TypeUserMessage })
-	r.from = int64(len(events))
+	var cost pricing.Tally
+	pending := false
+	if from > 0 {
+		cost, pending = r.accountHistory(s, from)
+	}
+	r.tr.cost, r.tr.costPending = cost, pending
+	if replay {
+		t := r.replayLocked(context.Background(), s, from, n, note, cost, pending)
+		r.tr.cost, r.tr.used, r.tr.size = t.cost, t.used, t.size
+	}
+	for e := range s.Scan(0) {
+		if e.Type == session.TypeUserMessage {
+			r.titled = true
+			break
+		}
+	}
+	r.from = n
 	r.ready = true
 	return true
 }
 
-func (r *sess) replayLocked(events []session.Event) {
-	t := r.newTranslator(true)
-	t.zedTerminal = r.tr.zedTerminal
-	for _, e := range events {
-		for _, u := range t.translate(e) {
-			r.notify(u)
-		}
-	}
-}
-
 // replayLive replays a session that is already live in this connection.
-func (r *sess) replayLive() {
+func (r *sess) replayLive(full bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	events, err := r.ag.Session().Log(context.Background())
-	if err != nil {
-		r.srv.log.Warn("acp: reading the log for replay", "session", r.id, "err", err)
-		events = r.ag.Session().Events()
-	}
-	r.replayLocked(events)
+	s := r.ag.Session()
+	n := int64(s.Len())
+	from, note := replayStart(context.Background(), s, n, full)
+	// The live translator has the whole cost, but the replay's usage update
+	// comes from the events it shows: it leaves the cost out when it starts
+	// past the first.
+	r.replayLocked(context.Background(), s, from, n, note, pricing.Tally{}, from > 0)
 }
 
 // dispose stops the agent: a running turn ends "disposed", the loop exits
@@ -342,7 +351,12 @@ func (r *sess) dispose(ctx context.Context) {
 	p := r.prompt
 	h := r.handle
 	stopCmd, cmdDone := r.stopCmd, r.cmdDone
+	stopAccount, accountDone := r.stopAccount, r.accountDone
 	r.mu.Unlock()
+	if stopAccount != nil {
+		stopAccount()
+		<-accountDone
+	}
 	if p != nil {
 		p.settle(sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil)
 	}
@@ -429,7 +443,7 @@ func (s *Server) newSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 		r.closeScope()
 		return sdk.NewSessionResponse{}, internalError("starting the agent: %v", err)
 	}
-	if !r.attach(h, false) {
+	if !r.attach(h, false, false) {
 		s.abandon(r, h)
 		return sdk.NewSessionResponse{}, errDisposed()
 	}
@@ -470,7 +484,9 @@ func (s *Server) resolveStored(ctx context.Context, id, cwd string) (string, err
 	if err != nil {
 		return "", err
 	}
-	h, _, err := c.Read(ctx, session.ID(id))
+	// The header only: a bounded read, however long the log (Read would
+	// parse all of it).
+	h, _, err := c.Tail(ctx, session.ID(id), 1)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", invalidParams("unknown session: %s", id)
@@ -500,7 +516,7 @@ func samePath(a, b string) bool {
 }
 
 // open resumes a stored session as a live one (load replays it first).
-func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, mcpServers []sdk.McpServer, replay bool) (*sess, error) {
+func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, mcpServers []sdk.McpServer, replay, full bool) (*sess, error) {
 	if s.isClosed() {
 		return nil, errDisposed()
 	}
@@ -519,7 +535,7 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 		// any servers the client passes this time.
 		r.addMCP(ctx, mcpServers)
 		if replay {
-			r.replayLive()
+			r.replayLive(full)
 		}
 		return r, nil
 	}
@@ -563,7 +579,7 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 		}
 		return nil, internalError("resuming session %s: %v", id, err)
 	}
-	if !r.attach(h, replay) {
+	if !r.attach(h, replay, full) {
 		s.abandon(r, h)
 		if s.isClosed() {
 			return nil, invalidParams("connection closed during session/load")
@@ -575,7 +591,7 @@ func (s *Server) open(ctx context.Context, id, reqCwd string, reqDirs []string, 
 }
 
 func (s *Server) loadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
-	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers, true)
+	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers, true, replayFull(p.Meta))
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
@@ -583,7 +599,7 @@ func (s *Server) loadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 }
 
 func (s *Server) resumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers, false)
+	r, err := s.open(ctx, string(p.SessionId), p.Cwd, p.AdditionalDirectories, p.McpServers, false, false)
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}

@@ -38,6 +38,12 @@ type translator struct {
 	// usage updates carry (derived from the log like everything else).
 	prices *pricing.Table
 	cost   pricing.Tally
+	// costPending says the cost of history the translator did not see is
+	// still being summed (see [sess.accountHistory]): usage updates leave
+	// the cost out until then rather than show a partial total.
+	costPending bool
+	// used and size are the newest usage update's (0: none yet).
+	used, size int
 	// replay echoes user messages (a live client already shows them).
 	replay bool
 	// zedTerminal renders terminal cards with Zed's _meta convention
@@ -68,19 +74,6 @@ type callState struct {
 func newTranslator(cwd string, tools toolLookup, window func(string) int) *translator {
 	return &translator{cwd: cwd, tools: tools, contextWindow: window,
 		calls: map[llm.CallID]*callState{}, streamed: map[[2]int]bool{}}
-}
-
-// account adds the cost of events the translator will not see (a loaded
-// session's history, when the live stream starts after it).
-func (t *translator) account(events []session.Event) {
-	for _, e := range events {
-		if e.Type != session.TypeAssistantMessage {
-			continue
-		}
-		if m, err := session.Decode[session.AssistantMessage](e); err == nil && m.Usage != nil {
-			t.cost.Add(t.prices, m.Model, *m.Usage)
-		}
-	}
 }
 
 // translate returns the updates for one event (often none).
@@ -131,12 +124,8 @@ func (t *translator) translate(e session.Event) []sdk.SessionUpdate {
 		if m.Usage != nil && t.contextWindow != nil {
 			if size := t.contextWindow(m.Model); size > 0 {
 				used := m.Usage.PromptTokens() + m.Usage.OutputTokens
-				uu := &sdk.SessionUsageUpdate{SessionUpdate: "usage_update", Used: used, Size: size}
-				if !t.cost.Unpriced || t.cost.USD > 0 {
-					// An unpriced model's cost is unknown, not zero: left out.
-					uu.Cost = &sdk.Cost{Amount: t.cost.USD, Currency: "USD"}
-				}
-				out = append(out, sdk.SessionUpdate{UsageUpdate: uu})
+				t.used, t.size = used, size
+				out = append(out, t.usageUpdate())
 			}
 		}
 		return out
@@ -222,6 +211,16 @@ func (t *translator) translate(e session.Event) []sdk.SessionUpdate {
 		return out
 	}
 	return nil
+}
+
+// usageUpdate is the usage update for the newest usage seen.
+func (t *translator) usageUpdate() sdk.SessionUpdate {
+	uu := &sdk.SessionUsageUpdate{SessionUpdate: "usage_update", Used: t.used, Size: t.size}
+	if !t.costPending && (!t.cost.Unpriced || t.cost.USD > 0) {
+		// An unpriced model's cost is unknown, not zero: left out.
+		uu.Cost = &sdk.Cost{Amount: t.cost.USD, Currency: "USD"}
+	}
+	return sdk.SessionUpdate{UsageUpdate: uu}
 }
 
 // start marks a call as running and returns its in_progress update, once.

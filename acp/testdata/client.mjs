@@ -144,6 +144,16 @@ async function main() {
         out.listed = (await conn.listSessions({ cwd })).sessions.map((s) => s.sessionId);
         break;
       }
+      case "replay": {
+        // Loads SESSION_ID (with _meta {dsh: {replay: REPLAY}} when set) and
+        // returns every update the replay sent, as the client received it.
+        const id = process.env.SESSION_ID;
+        const req = { sessionId: id, cwd, mcpServers: [] };
+        if (process.env.REPLAY) req._meta = { dsh: { replay: process.env.REPLAY } };
+        await conn.loadSession(req);
+        out.updates = rec.list(id);
+        break;
+      }
       case "concurrent": {
         const [a, b] = [await newSession(), await newSession()];
         const [ra, rb] = await Promise.all([

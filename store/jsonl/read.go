@@ -27,13 +27,25 @@ func (b *Backend) ReadRange(ctx context.Context, id session.ID, from, to int64, 
 	b.mu.Lock()
 	var p string
 	start := int64(-1)
+	// known is the offset of the first line whose offset is known, when
+	// that is past from (a session resumed from a snapshot knows those
+	// from the snapshot on).
+	known, knownSeq := int64(-1), int64(0)
 	if h := b.handles[id]; h != nil && h.path != "" {
 		p = h.path
 		if i := from - h.offsFrom; i >= 0 && i < int64(len(h.offs)) {
 			start = h.offs[i]
+		} else if i < 0 && len(h.offs) > 0 {
+			known, knownSeq = h.offs[0], h.offsFrom
 		}
 	}
 	b.mu.Unlock()
+	if known >= 0 {
+		// Counting lines back from there reads only the lines between,
+		// without parsing them (a scan from the start parses the whole log
+		// before from); a miscount is caught by the seeked read below.
+		start = lineBack(p, known, knownSeq-from)
+	}
 	if p == "" {
 		var err error
 		if p, err = b.find(id); err != nil {
@@ -118,4 +130,32 @@ func (b *Backend) readLines(ctx context.Context, p string, at, from, to int64, s
 		next++
 	}
 	return next, nil
+}
+
+// lineBack returns the offset of the line k lines before the line at
+// offset at in the file p, reading backwards, or -1.
+func lineBack(p string, at, k int64) int64 {
+	f, err := os.Open(p)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	seen := int64(0) // newlines passed; the (k+1)th ends the line before the one wanted
+	for end := at; end > 0; {
+		n := min(int64(len(buf)), end)
+		begin := end - n
+		if _, err := f.ReadAt(buf[:n], begin); err != nil {
+			return -1
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] == '\n' {
+				if seen++; seen == k+1 {
+					return begin + i + 1
+				}
+			}
+		}
+		end = begin
+	}
+	return -1
 }
