@@ -9,4 +9,12 @@ import (
 	xterm "golang.org/x/term"
 )
 
-func suspend(*os.File, *xterm.State, io.Writer) {}
+// jobControl is unix job control; elsewhere there is none.
+type jobControl struct{}
+
+func newJobControl(*os.File, *xterm.State, func()) *jobControl { return nil }
+func (*jobControl) stop()                                      {}
+func (*jobControl) available() bool                            { return false }
+func (*jobControl) suspend(io.Writer) error                    { return nil }
+func (*jobControl) resume(io.Writer) (bool, error)             { return true, nil }
+func (*jobControl) backgroundRead(error) bool                  { return false }

@@ -95,6 +95,8 @@ type (
 	approvalMsg struct{ a *approval }
 	withdrawMsg struct{ a *approval }
 	resizeMsg   struct{}
+	// contMsg is a SIGCONT: dsh was continued after a stop.
+	contMsg struct{}
 )
 
 // approval is one question put to the user by the approver.
@@ -161,9 +163,11 @@ type ui struct {
 	// sandbox is the sandbox's status once probed (nil before).
 	sandbox *sandbox.Status
 
-	// suspend stops the process group as ctrl-z would in a cooked
-	// terminal and returns once it is continued (nil: not a terminal).
-	suspend func()
+	// jc suspends on ctrl-z (nil: not a terminal); suspended is set from
+	// the ctrl-z until the SIGCONT that finds dsh in the foreground again,
+	// and nothing is drawn meanwhile.
+	jc        *jobControl
+	suspended bool
 	// mentionIx lists the directory for @ completion (nil until the first
 	// @); mentions are the suggestions for mentionQuery, the @word typed.
 	mentionIx     *mentionIndex
@@ -224,7 +228,8 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("term: raw mode: %w", err)
 		}
 		defer func() { _ = xterm.Restore(int(f.Fd()), old) }()
-		u.suspend = func() { suspend(f, old, u.out) }
+		u.jc = newJobControl(f, old, func() { u.q.push(contMsg{}) })
+		defer u.jc.stop()
 	}
 	// Nothing may print to the terminal behind the UI's back: route the
 	// default logger (and the log package) to the app's log file.
@@ -374,6 +379,16 @@ func (u *ui) readInput() {
 		n, err := u.o.In.Read(buf)
 		if n > 0 {
 			u.q.push(inputMsg{b: append([]byte(nil), buf[:n]...)})
+		}
+		if err != nil && u.jc != nil && u.jc.backgroundRead(err) {
+			// Not the end of input: the terminal refused a background
+			// read. Wait until dsh is in the foreground again.
+			select {
+			case <-u.done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
 		}
 		if err != nil {
 			u.q.push(inputEnd{err: err})
@@ -552,6 +567,8 @@ func (u *ui) handle(m any) {
 	case sandboxMsg:
 		u.sandbox = &m.status
 	case resizeMsg:
+	case contMsg:
+		u.continued()
 	}
 }
 
@@ -619,6 +636,12 @@ func (u *ui) keys(ks []Key) {
 	for _, k := range ks {
 		if u.quit {
 			return
+		}
+		if k.Kind == KeyCtrlZ {
+			// Whatever is open (a question, the transcript view, a
+			// picker) waits, as it was, for fg.
+			u.suspend()
+			continue
 		}
 		if u.bypassAsk && len(u.approvals) == 0 {
 			u.bypassKey(k)
@@ -707,13 +730,7 @@ func (u *ui) editorKey(k Key) {
 	case ActBackTab:
 		u.cycleMode()
 	case ActSuspend:
-		if u.suspend == nil {
-			u.setHint("ctrl-z: not a terminal, nothing to suspend", 2*time.Second)
-			return
-		}
-		_, _ = io.WriteString(u.out, u.scr.Clear())
 		u.suspend()
-		u.scr.Reset()
 	}
 }
 
@@ -1097,6 +1114,9 @@ func shortPath(p string, env func(string) string) string {
 
 // draw prints committed output and redraws the live region.
 func (u *ui) draw() {
+	if u.suspended {
+		return // the shell owns the screen
+	}
 	u.lastDraw = time.Now()
 	if u.view != nil {
 		// Committed output waits in the transcript until the view closes.
