@@ -19,6 +19,15 @@ func (m *promptModel) toolReply() string {
 	return got
 }
 
+// startPlanning starts dsh in plan mode (start waits for the default mode's
+// footer).
+func (s termProject) startPlanning(t *testing.T) *tmuxTerm {
+	t.Helper()
+	tt := startTmux(t, s.bin, s.dir, s.home, "--model", "local/m", "--trust", "--permission-mode", "plan")
+	tt.waitFor("local/m", "›", "plan mode")
+	return tt
+}
+
 // The plan card: approving switches to the mode the user picks (default,
 // acceptEdits, or bypassPermissions after a confirmation), keeping on
 // planning and rejecting with feedback leave plan mode on; the footer
@@ -46,12 +55,12 @@ func TestPlanApprovalInTmux(t *testing.T) {
 			}
 		}
 	}
-	tt := s.start(t, "--permission-mode", "plan")
+	tt := s.startPlanning(t)
 	footer(tt, "⏸ plan mode")
 
 	// Approve into acceptEdits.
 	tt.prompt("plan edits")
-	tt.waitFor("Plan ready: approve it and leave plan mode?", "│ 1. Edit main.go", "[y] approve, default mode", "[e] approve, accept edits", "[b] approve, bypass permissions", "[k] keep planning", "[n] reject with feedback")
+	tt.waitFor("Plan ready: approve it and leave plan mode?", "│   1. Edit main.go", "[y] approve, default mode", "[e] approve, accept edits", "[b] approve, bypass permissions", "[k] keep planning", "[n] reject with feedback")
 	tt.keys("e")
 	tt.waitFor("Finished: plan edits")
 	footer(tt, "⏵⏵ accept edits")
@@ -61,7 +70,7 @@ func TestPlanApprovalInTmux(t *testing.T) {
 	tt.keys("BTab")
 	footer(tt, "⏸ plan mode")
 	tt.prompt("plan more")
-	tt.waitFor("│ 1. Look around", "[k] keep planning")
+	tt.waitFor("│   1. Look around", "[k] keep planning")
 	tt.keys("k")
 	tt.waitFor("Finished: plan more")
 	footer(tt, "⏸ plan mode")
@@ -69,7 +78,7 @@ func TestPlanApprovalInTmux(t *testing.T) {
 
 	// Reject with feedback: the feedback reaches the model.
 	tt.prompt("plan badly")
-	tt.waitFor("│ 1. Rewrite everything", "[n] reject with feedback")
+	tt.waitFor("│   1. Rewrite everything", "[n] reject with feedback")
 	tt.keys("n")
 	tt.waitFor("What should change?")
 	tt.text("touch only the parser")
@@ -80,7 +89,7 @@ func TestPlanApprovalInTmux(t *testing.T) {
 
 	// Bypass asks once more; anything but y goes back to the choices.
 	tt.prompt("plan boldly")
-	tt.waitFor("│ 1. Delete the build directory", "[b] approve, bypass permissions")
+	tt.waitFor("│   1. Delete the build directory", "[b] approve, bypass permissions")
 	tt.keys("b")
 	tt.waitFor("Approve into bypassPermissions?")
 	footer(tt, "⏸ plan mode")
@@ -97,7 +106,7 @@ func TestPlanApprovalInTmux(t *testing.T) {
 	tt.keys("BTab", "BTab", "BTab")
 	footer(tt, "⏸ plan mode")
 	tt.prompt("plan plainly")
-	tt.waitFor("│ 1. Ask before each edit", "[y] approve, default mode")
+	tt.waitFor("│   1. Ask before each edit", "[y] approve, default mode")
 	tt.keys("y")
 	tt.waitFor("Finished: plan plainly")
 	footer(tt, "default mode")
@@ -107,9 +116,9 @@ func TestPlanApprovalInTmux(t *testing.T) {
 	// Settings disable bypassPermissions: the card does not offer it and
 	// b does nothing.
 	s = newTermProject(t, srv, `,"permissions":{"disableBypassPermissionsMode":"disable"}`)
-	tt = s.start(t, "--permission-mode", "plan")
+	tt = s.startPlanning(t)
 	tt.prompt("plan boldly again")
-	scr := tt.waitFor("│ 1. Delete the build directory", "[k] keep planning")
+	scr := tt.waitFor("│   1. Delete the build directory", "[k] keep planning")
 	if strings.Contains(scr, "bypass permissions") {
 		t.Fatalf("the card offers bypassPermissions although settings disable it:\n%s", scr)
 	}
