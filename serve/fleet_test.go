@@ -31,15 +31,6 @@ import (
 // the killed worker's session resumes (Last-Event-ID) on another worker and
 // sees the retried turn through to its end.
 func TestFleet(t *testing.T) {
-	if os.Getenv("DSH_TEST_FLEET") == "" {
-		// Known defect (issue 28), seen in CI and on a quiet machine: a run
-		// whose worker died mid-turn is retried by sending its prompt
-		// again after the interrupted turn, so the model sees the prompt
-		// twice ("answering task 44\ntask 44"), and the killed worker's
-		// turn is not always closed as interrupted. Until that is fixed
-		// this test is opt-in, so CI is not red by chance.
-		t.Skip("skipped: known defect in retried runs after a worker dies mid-turn (issue 28); DSH_TEST_FLEET=1 runs it")
-	}
 	url, schema := pgtest.Schema(t)
 	e := dshtest.New(t, "..", rewindReply)
 	root := t.TempDir()
