@@ -256,6 +256,9 @@ func (a *App) Diagnose(ctx context.Context, wait time.Duration) []doctor.Finding
 			wg.Go(func() { _ = a.MCP.Connect(wctx, s.Name) })
 		}
 		wg.Wait()
+		// A server whose resources/list fails is a finding too (its
+		// resources are missing from @ completion).
+		_, _ = a.MCP.Resources(wctx)
 		cancel()
 	}
 	return a.Doctor.Run(ctx)

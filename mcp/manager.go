@@ -728,6 +728,10 @@ func (m *Manager) Findings() []doctor.Finding {
 			f.Severity, f.Message = doctor.Info, string(s.State)
 		}
 		out = append(out, f)
+		if err := m.resourceError(s.Name); err != nil {
+			out = append(out, doctor.Finding{Subject: "server " + s.Name, Severity: doctor.Warning,
+				Message: "listing its resources failed (@ offers none of them): " + err.Error()})
+		}
 	}
 	return out
 }

@@ -108,6 +108,8 @@ type server struct {
 	defs      []*sdk.Tool
 	infos     []tool.Info // of defs
 	instr     string
+	// resErr is why the last resources/list failed (nil: it did not).
+	resErr    error
 	fromCache bool
 	restarts  int
 	failures  int
