@@ -392,22 +392,7 @@ func TestInterruptedAnswerInTmux(t *testing.T) {
 	tt.idle()
 	tt.prompt("carry on")
 	tt.waitFor("Finished: carry on")
-	var tail []string
-	for _, msg := range m.last().Messages {
-		if msg.Role == "system" {
-			continue
-		}
-		tail = append(tail, msg.Role+": "+msg.text())
-	}
-	want := []string{"user: talk slowly", "assistant: Here is the first half of my answer", "[interrupted by the user]", "user: carry on"}
-	got := strings.Join(tail, "\n")
-	for _, w := range want {
-		i := strings.Index(got, w)
-		if i < 0 {
-			t.Fatalf("the next request lacks %q:\n%s", w, got)
-		}
-		got = got[i+len(w):]
-	}
+	interruptedInRequest(t, m)
 	tt.exit()
 }
 
@@ -499,6 +484,16 @@ func TestExitWhileStreamingKeepsTheAnswerInTmux(t *testing.T) {
 	tt = s.start(t, "-c")
 	tt.prompt("carry on")
 	tt.waitFor("Finished: carry on")
+	interruptedInRequest(t, m)
+	tt.exit()
+}
+
+// interruptedInRequest checks that the model's latest request holds, in
+// order, the prompt "talk slowly", the partial answer the user saw, the
+// interrupt marker and then "carry on" — what an interrupted (or quit)
+// turn must leave for the model.
+func interruptedInRequest(t *testing.T, m *promptModel) {
+	t.Helper()
 	var tail []string
 	for _, msg := range m.last().Messages {
 		if msg.Role != "system" {
@@ -509,9 +504,8 @@ func TestExitWhileStreamingKeepsTheAnswerInTmux(t *testing.T) {
 	for _, w := range []string{"user: talk slowly", "assistant: Here is the first half of my answer", "[interrupted by the user]", "user: carry on"} {
 		i := strings.Index(got, w)
 		if i < 0 {
-			t.Fatalf("the resumed request lacks %q:\n%s", w, got)
+			t.Fatalf("the next request lacks %q:\n%s", w, got)
 		}
 		got = got[i+len(w):]
 	}
-	tt.exit()
 }

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/dshq/dsh/internal/ownership"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/session"
 )
@@ -15,18 +14,8 @@ import (
 // every compaction; a copy of a long session's events was megabytes each
 // time, the terminal UI's largest peaks at 2,000 steps).
 func TestLatestInstructionsCopiesNoLog(t *testing.T) {
-	s, err := session.New("s", session.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := s.Writer(ownership.Loop)
+	s, w, must := newTestLog(t)
 	ctx := context.Background()
-	must := func(_ session.Event, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	must(w.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}))
 	must(w.AppendSurface(ctx, session.TypeUserMessage, session.Prompt{Content: []llm.Block{llm.Text("old task")}}, session.AppendOp, nil))
 	must(w.AppendSurface(ctx, session.TypeUserMessage, session.Prompt{Content: []llm.Block{llm.Text("the task")}}, session.AppendOp, nil))

@@ -15,18 +15,8 @@ import (
 // (context and steering messages arrive wrapped in an envelope), live and
 // after a resume decodes the log.
 func TestNodeTokensMatchEventTokens(t *testing.T) {
-	s, err := session.New("s", session.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := s.Writer(ownership.Loop)
+	s, w, must := newTestLog(t)
 	ctx := context.Background()
-	must := func(_ session.Event, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	must(w.Append(ctx, session.TypeTurnStart, session.TurnStart{Turn: 1}))
 	must(w.AppendSurface(ctx, session.TypeUserMessage, session.Prompt{Content: []llm.Block{llm.Text("do the thing, please"), {Type: llm.BlockImage, URL: "https://x/y.png"}}}, session.AppendOp, nil))
 	must(w.AppendSurface(ctx, session.TypeContextMessage, session.Prompt{Content: []llm.Block{llm.Text("a file changed on disk")}, Source: llm.PluginSource("watch")}, session.AppendOp, nil))
@@ -92,4 +82,22 @@ func TestResultHeader(t *testing.T) {
 	if _, err := resultHeader(session.Event{Type: session.TypeToolResult, Data: []byte(`{"turn":1,`)}, false); err == nil {
 		t.Error("a torn payload was read without an error")
 	}
+}
+
+// newTestLog is a fresh in-memory session, its loop writer, and a check
+// that fails the test on an append error — the shape every internal test
+// here builds its log with.
+func newTestLog(t *testing.T) (*session.Session, session.Writer, func(session.Event, error)) {
+	t.Helper()
+	s, err := session.New("s", session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(_ session.Event, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, s.Writer(ownership.Loop), must
 }

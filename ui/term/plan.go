@@ -45,19 +45,14 @@ func (u *ui) planRows(req tool.ApprovalRequest, w int, now time.Time) (rows []st
 	if text == "" {
 		text = u.st.Dim("(the model sent no plan text)")
 	}
-	for _, l := range headLines(u.md.Render(text, w-4), max(4, u.height()-14), func(s string) string { return s }, u.st) {
-		rows = append(rows, ansi.Truncate("  │ "+l, w, "…"))
-	}
+	rows = boxed(rows, headLines(u.md.Render(text, w-4), max(4, u.height()-14), func(s string) string { return s }, u.st), w)
 	if u.reasonEd != nil {
-		in, r, c := u.reasonEd.Layout(u.st.Warn("  What should change? ")+u.st.Dim("(sent to the model) ")+u.st.Accent("› "), "  ", w)
-		return append(rows, in...), len(rows) + r, c
+		return u.reasonRows(rows, "  What should change? ", "(sent to the model) ", w)
 	}
 	k := u.st.Key
-	switch {
-	case u.ed.Text() != "":
-		rows = append(rows, u.st.Dim("  (answer keys wait until your message is sent or cleared)"))
-	case !u.answerReady(now):
-		rows = append(rows, u.st.Dim("  (answer keys in a moment…)"))
+	switch wait := u.answerWait(now); {
+	case wait != "":
+		rows = append(rows, wait)
 	case u.planBypass:
 		for _, l := range wrapLines("Approve into bypassPermissions? Every tool call will run without asking, edits and commands included.", w-4) {
 			rows = append(rows, u.st.Err("⚠ ")+u.st.Warn(l))
@@ -113,4 +108,34 @@ func (u *ui) planKey(a *approval, k Key) {
 		u.answer(a, tool.Approval{Allow: false, Reason: "the user interrupted the turn", By: "user"})
 		u.interrupt()
 	}
+}
+
+// boxed appends a card's preview under its title, each line behind the
+// card's bar and cut at the pane's width so the card's height is known.
+func boxed(rows, preview []string, w int) []string {
+	for _, l := range preview {
+		rows = append(rows, ansi.Truncate("  │ "+l, w, "…"))
+	}
+	return rows
+}
+
+// reasonRows ends a card with the editor for the user's reason; the row and
+// column it returns place the cursor in that editor.
+func (u *ui) reasonRows(rows []string, label, hint string, w int) ([]string, int, int) {
+	in, r, c := u.reasonEd.Layout(u.st.Warn(label)+u.st.Dim(hint)+u.st.Accent("› "), "  ", w)
+	return append(rows, in...), len(rows) + r, c
+}
+
+// answerWait is the note shown instead of a card's answer keys while a key
+// would not be taken as an answer: the user is typing a message, or the
+// card has only just appeared (a key already on its way must not answer
+// it). Empty when the keys are live.
+func (u *ui) answerWait(now time.Time) string {
+	switch {
+	case u.ed.Text() != "":
+		return u.st.Dim("  (answer keys wait until your message is sent or cleared)")
+	case !u.answerReady(now):
+		return u.st.Dim("  (answer keys in a moment…)")
+	}
+	return ""
 }

@@ -1247,19 +1247,14 @@ func (u *ui) approvalRows(w int, now time.Time) (rows []string, crow, ccol int) 
 	default:
 		preview = []string{u.st.Dim(compactArgs(req.Call.Raw))}
 	}
-	for _, l := range preview {
-		rows = append(rows, ansi.Truncate("  │ "+l, w, "…"))
-	}
+	rows = boxed(rows, preview, w)
 	if u.reasonEd != nil {
-		in, r, c := u.reasonEd.Layout(u.st.Warn("  Why not? ")+u.st.Dim("(sent to the model; enter to skip) ")+u.st.Accent("› "), "  ", w)
-		return append(rows, in...), len(rows) + r, c
+		return u.reasonRows(rows, "  Why not? ", "(sent to the model; enter to skip) ", w)
 	}
 	k := u.st.Key
-	switch {
-	case u.ed.Text() != "":
-		rows = append(rows, u.st.Dim("  (answer keys wait until your message is sent or cleared)"))
-	case !u.answerReady(now):
-		rows = append(rows, u.st.Dim("  (answer keys in a moment…)"))
+	switch wait := u.answerWait(now); {
+	case wait != "":
+		rows = append(rows, wait)
 	case len(req.Suggestions) > 0:
 		// The rule is shown before it is chosen: it is what [a] and [p]
 		// would allow from now on.
