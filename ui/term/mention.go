@@ -127,17 +127,30 @@ func rankPaths(paths []string, query string, n int) []string {
 		if !ok || (len(best) == n && s <= worst()) {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(best, s, func(e scored, s int) int {
-			if e.score > s {
-				return -1
-			}
-			return 1
-		})
-		best = slices.Insert(best, i, scored{p, s})
-		if len(best) > n {
-			best = best[:n]
-		}
+		best = insertBest(best, scored{p, s}, n)
 	}
+	return scoredPaths(best)
+}
+
+// insertBest puts c in best (sorted best first), keeping at most n.
+func insertBest(best []scored, c scored, n int) []scored {
+	if len(best) == n && n > 0 && c.score <= best[n-1].score {
+		return best
+	}
+	i, _ := slices.BinarySearchFunc(best, c.score, func(e scored, s int) int {
+		if e.score >= s {
+			return -1
+		}
+		return 1
+	})
+	best = slices.Insert(best, i, c)
+	if len(best) > n {
+		best = best[:n]
+	}
+	return best
+}
+
+func scoredPaths(best []scored) []string {
 	out := make([]string, len(best))
 	for i, b := range best {
 		out[i] = b.path
@@ -227,25 +240,45 @@ func mentionToken(p string) string {
 func (u *ui) mentionSuggest() {
 	_, q, ok := u.ed.mentionWord()
 	if !ok || u.ed.Searching() {
-		u.mentions, u.mentionQuery, u.mentionSeen, u.mentionRanked = nil, "", 0, false
+		u.mentions, u.mentionFiles, u.mentionQuery, u.mentionSeen, u.mentionRanked = nil, nil, "", 0, false
 		return
 	}
 	if u.mentionIx == nil || u.mentionIx.root != u.cwd() {
 		u.mentionIx = newMentionIndex(u.ctx, u.cwd(), func() { u.q.push(mentionReady{}) })
 		u.mentionRanked = false
 	}
+	u.listResources()
 	paths := u.mentionIx.listed()
 	if u.mentionRanked && u.mentionQuery == q && u.mentionSeen <= len(paths) {
 		// The same query over a longer listing: the best of what was
 		// ranked and of what is new is the best of all.
 		if u.mentionSeen < len(paths) {
-			u.mentions = rankPaths(append(slices.Clone(u.mentions), paths[u.mentionSeen:]...), q, mentionShown)
+			u.mentionFiles = rankPaths(append(slices.Clone(u.mentionFiles), paths[u.mentionSeen:]...), q, mentionShown)
 			u.mentionSeen = len(paths)
+			u.mergeMentions(q)
 		}
 		return
 	}
 	u.mentionQuery, u.mentionSeen, u.mentionRanked = q, len(paths), true
-	u.mentions = rankPaths(paths, q, mentionShown)
+	u.mentionFiles = rankPaths(paths, q, mentionShown)
+	u.mergeMentions(q)
+}
+
+// mergeMentions are the best of the file suggestions and the MCP
+// resources for q.
+func (u *ui) mergeMentions(q string) {
+	if len(u.resTokens) == 0 {
+		u.mentions = u.mentionFiles
+		return
+	}
+	best := rankResources(u.resTokens, u.mentionRes, q, mentionShown)
+	lq := []byte(strings.ToLower(q))
+	for _, f := range u.mentionFiles {
+		if s, ok := fuzzyScore(f, lq); ok {
+			best = insertBest(best, scored{f, s}, mentionShown)
+		}
+	}
+	u.mentions = scoredPaths(best)
 }
 
 // mentionReady: the listing found more paths (or finished); the
@@ -261,7 +294,7 @@ func (u *ui) mentionAccept() bool {
 	}
 	p := u.mentions[0]
 	tok := mentionToken(p)
-	if !strings.HasSuffix(p, "/") {
+	if !strings.HasSuffix(p, "/") || u.isResource(p) {
 		tok += " "
 	}
 	u.ed.replace(start, tok)
@@ -289,6 +322,9 @@ func (u *ui) mentionRows(w int) []string {
 		if i == 0 {
 			line = u.st.Accent("› "+sanitize(p)) + u.st.Dim("  (tab)")
 		}
+		if r, ok := u.mentionRes[p]; ok {
+			line += u.st.Dim("  " + sanitize(cmpOr(cmpOr(r.Title, r.Name), "MCP resource")))
+		}
 		rows = append(rows, ansi.Truncate(line, w, "…"))
 	}
 	if listing {
@@ -302,6 +338,23 @@ func (u *ui) mentionRows(w int) []string {
 func mentionedPaths(text, dir string) []string {
 	var out []string
 	seen := map[string]bool{}
+	for _, p := range mentionWords(text) {
+		if seen[p] {
+			continue
+		}
+		if _, err := os.Stat(absIn(dir, p)); err != nil {
+			continue // not a path: an e-mail, a handle, a resource
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// mentionWords are what follows each @ that starts a word of text (a
+// quoted name whole; trailing punctuation dropped).
+func mentionWords(text string) []string {
+	var out []string
 	for i := 0; i < len(text); i++ {
 		if text[i] != '@' || (i > 0 && !unicode.IsSpace(rune(text[i-1]))) {
 			continue
@@ -321,18 +374,9 @@ func mentionedPaths(text, dir string) []string {
 			}
 			p = strings.TrimRight(rest[:end], ",;:!?)")
 		}
-		if p == "" || seen[p] {
-			continue
+		if p != "" {
+			out = append(out, p)
 		}
-		abs := p
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(dir, p)
-		}
-		if _, err := os.Stat(abs); err != nil {
-			continue // not a path: an e-mail, a handle
-		}
-		seen[p] = true
-		out = append(out, p)
 	}
 	return out
 }
@@ -452,6 +496,9 @@ func mentionNote(text string) (string, bool) {
 	}
 	if strings.Contains(head, `kind="image"`) {
 		return imageNote(p, head), true
+	}
+	if strings.Contains(head, `kind="binary"`) {
+		return strings.Replace(imageNote(p, head), " (", " (binary ", 1), true
 	}
 	lines := 0
 	if _, attr, ok := strings.Cut(head, ` lines="`); ok {

@@ -33,6 +33,7 @@ import (
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/llm/demo"
+	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/sandbox"
 	"github.com/dshq/dsh/session"
@@ -173,8 +174,18 @@ type ui struct {
 	mentionIx     *mentionIndex
 	mentions      []string
 	mentionQuery  string
-	mentionSeen   int  // how many listed paths the suggestions ranked
-	mentionRanked bool // mentions rank mentionQuery over mentionSeen paths
+	mentionSeen   int      // how many listed paths the suggestions ranked
+	mentionRanked bool     // mentions rank mentionQuery over mentionSeen paths
+	mentionFiles  []string // the file suggestions among mentions
+	// mentionRes are the connected MCP servers' resources by @token
+	// (resTokens in listing order); resStale says they must be listed
+	// again (a server changed), resListing that a listing runs;
+	// resWarned are the listing failures already said.
+	mentionRes map[string]mcp.Resource
+	resTokens  []string
+	resStale   bool
+	resListing bool
+	resWarned  map[string]bool
 	// shells counts the ! commands running; shellN numbers them.
 	shells, shellN int
 
@@ -292,6 +303,13 @@ func Run(ctx context.Context, o Options) error {
 			}
 			return req, err
 		}),
+	}
+	u.resStale = true // the resources are listed on the first @
+	if m := u.app.MCP; m != nil {
+		undo = append(undo, m.Changed.Listen(func(context.Context, mcp.ServerStatus) error {
+			u.q.push(mcpChanged{})
+			return nil
+		}))
 	}
 	defer func() {
 		for _, f := range undo {
@@ -562,6 +580,14 @@ func (u *ui) handle(m any) {
 		u.shellFinished(m)
 	case mentionReady:
 		u.mentionSuggest()
+	case resourcesListed:
+		u.resourcesArrived(m)
+		u.mentionSuggest()
+	case mcpChanged:
+		u.resStale = true
+		if _, _, typing := u.ed.mentionWord(); typing {
+			u.listResources()
+		}
 	case mentionSend:
 		u.mentionSent(m)
 	case sandboxMsg:
@@ -867,13 +893,23 @@ func (u *ui) submit(text string) {
 		return
 	}
 	content := []llm.Block{llm.Text(text)}
-	if len(mentionedPaths(text, u.cwd())) > 0 {
-		// Reading may ask for approval: off the UI goroutine.
+	var refs []resourceRef
+	if m := u.app.MCP; m != nil {
+		refs = mentionedResources(text, u.cwd(), func(name string) bool { _, ok := m.Server(name); return ok })
+	}
+	if len(mentionedPaths(text, u.cwd())) > 0 || len(refs) > 0 {
+		// Reading may ask for approval, or wait on a server: off the UI
+		// goroutine.
 		host, _ := c.ag.(tool.Host)
 		reg, dir := u.app.Host.Tools, u.cwd()
 		images := u.imagePolicy()
+		mgr := u.app.MCP
 		go func() {
 			blocks, warnings, err := attachMentions(u.ctx, reg, host, u, dir, text, images)
+			if err == nil && len(refs) > 0 {
+				rb, rw, rerr := attachResources(u.ctx, mgr, refs, images)
+				blocks, warnings, err = append(blocks, rb...), append(warnings, rw...), rerr
+			}
 			u.q.push(mentionSend{cur: c, text: text, content: append(content, blocks...), warnings: warnings, err: err})
 		}()
 		return
