@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -162,14 +161,16 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, c *call) {
 	buf := make([]byte, 0, 512)
 	beside(ctx, func(ctx context.Context) {
 		_ = s.follow(ctx, e, from, func(ev session.Event) error {
-			b, err := json.Marshal(ev)
-			if err != nil {
-				return err
-			}
+			// Framed in place, without reflection: encoding/json spent more
+			// on validating each event's RawMessage than on everything else
+			// the stream does per chunk.
 			buf = append(buf[:0], "id: "...)
 			buf = strconv.AppendInt(buf, ev.Seq, 10)
 			buf = append(buf, "\ndata: "...)
-			buf = append(buf, b...)
+			var err error
+			if buf, err = ev.AppendJSON(buf); err != nil {
+				return err
+			}
 			buf = append(buf, "\n\n"...)
 			return write(buf)
 		})
@@ -238,9 +239,10 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, c *call) {
 	defer conn.CloseNow()
 	ctx := conn.CloseRead(r.Context())
 	beside(ctx, func(ctx context.Context) {
+		var b []byte
 		err = s.follow(ctx, e, from, func(ev session.Event) error {
-			b, err := json.Marshal(ev)
-			if err != nil {
+			var err error
+			if b, err = ev.AppendJSON(b[:0]); err != nil {
 				return err
 			}
 			wctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)

@@ -87,6 +87,50 @@ type Event struct {
 	back *Session
 }
 
+// AppendJSON appends e as one JSON object — the fields encoding/json
+// writes for Event, in its order — without reflection and without
+// re-validating the output, which json.Marshal does for every RawMessage
+// (most of an event stream's encoding cost). Data is copied verbatim unless
+// it holds line breaks, which are compacted away, so the object is always
+// one line (a JSONL line, an SSE data line). Strings are not HTML-escaped.
+// It fails when Data is not one JSON value (a released event's Data is
+// nil: read it with [Session.Range] first).
+func (e Event) AppendJSON(buf []byte) ([]byte, error) {
+	if len(e.Data) == 0 || !json.Valid(e.Data) {
+		return buf, fmt.Errorf("session: event %q (seq %d) carries data that is not JSON", e.Type, e.Seq)
+	}
+	buf = append(buf, `{"type":`...)
+	buf = llm.AppendJSONStringNoHTML(buf, e.Type)
+	buf = append(buf, `,"seq":`...)
+	buf = strconv.AppendInt(buf, e.Seq, 10)
+	buf = append(buf, `,"time":`...)
+	buf = strconv.AppendInt(buf, e.Time, 10)
+	buf = append(buf, `,"data":`...)
+	if bytes.ContainsAny(e.Data, "\n\r") {
+		var c bytes.Buffer
+		_ = json.Compact(&c, e.Data)
+		buf = append(buf, c.Bytes()...)
+	} else {
+		buf = append(buf, e.Data...)
+	}
+	if e.SourceEventSeqs != nil {
+		buf = append(buf, `,"sourceEventSeqs":[`...)
+		for i, s := range e.SourceEventSeqs {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendInt(buf, s, 10)
+		}
+		buf = append(buf, ']')
+	}
+	if e.SurfaceOp != nil {
+		op, _ := e.SurfaceOp.MarshalJSON()
+		buf = append(buf, `,"surfaceOp":`...)
+		buf = append(buf, op...)
+	}
+	return append(buf, '}'), nil
+}
+
 // IsReleased reports whether e's payload was released from memory (see
 // [Session.Release]); [Decode] and [Session.Payload] read it back.
 func (e Event) IsReleased() bool { return e.Data == nil && e.back != nil }

@@ -434,6 +434,52 @@ func TestPrune(t *testing.T) {
 	}
 }
 
+// TestReferenceAgainWritesOnlyWhatIsMissing: a step that changed nothing
+// references the same checkpoint again and writes nothing, but a reference
+// file another process pruned (or rewrote) gets the reference back — the
+// checkpoint's objects must stay reachable while the session exists.
+func TestReferenceAgainWritesOnlyWhatIsMissing(t *testing.T) {
+	root := fixture(t)
+	st := newStore(t)
+	sc := NewScanner(st, Options{MaxFileBytes: 1024, Clock: later})
+	a := scan(t, sc, []string{root})
+	write(t, filepath.Join(root, "new.txt"), "new\n", 0o644)
+	b := scan(t, sc, []string{root})
+	refs := func() []Hash {
+		t.Helper()
+		hs, err := st.References("s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs
+	}
+	for _, h := range []Hash{a.ID, a.ID, a.ID, b.ID, b.ID, a.ID} {
+		if err := st.Reference("s", h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := refs(), []Hash{a.ID, b.ID, a.ID}; !slices.Equal(got, want) {
+		t.Fatalf("references %v, want %v (one per change)", got, want)
+	}
+	path := filepath.Join(st.Dir(), "sessions", "s")
+	if err := os.Remove(path); err != nil { // pruned by another process
+		t.Fatal(err)
+	}
+	if err := st.Reference("s", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := refs(); !slices.Equal(got, []Hash{a.ID}) {
+		t.Fatalf("after the file was removed: references %v, want [%v]", got, a.ID)
+	}
+	write(t, path, b.ID.String()+"\n"+b.ID.String()+"\n", 0o600) // rewritten elsewhere
+	if err := st.Reference("s", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := refs(); !slices.Equal(got, []Hash{b.ID, b.ID, a.ID}) {
+		t.Fatalf("after the file was rewritten: references %v", got)
+	}
+}
+
 func TestTreeEncodingRoundTrips(t *testing.T) {
 	ents := []Entry{
 		{Name: "a b\nc", Kind: File, Mode: 0o755 | fs.ModeSetuid, Hash: hashOf("blob", []byte("x")), Size: 1},

@@ -95,7 +95,23 @@ type Store struct {
 	mu    sync.Mutex
 	known map[Hash]bool // objects known to exist
 	dirs  map[byte]bool // fan-out directories known to exist
+	// last is, per session, the checkpoint this process last referenced
+	// and the reference file's size just after: a step that changed no
+	// file takes the same checkpoint again, and appending (and syncing)
+	// it again was a file open, write and fsync per step for nothing. The
+	// size check notices a file another process pruned or rewrote.
+	last map[string]lastRef
 }
+
+// lastRef is what [Store.Reference] remembers of a session's last write.
+type lastRef struct {
+	h    Hash
+	size int64
+}
+
+// maxLastRefs bounds [Store.last]: past it the memory starts over (a
+// forgotten session's next reference is written again, which is harmless).
+const maxLastRefs = 4096
 
 // Open opens (creating it when missing) the store in dir. With sync set,
 // session reference files are synced as they grow.
@@ -105,7 +121,7 @@ func Open(dir string, sync bool) (*Store, error) {
 			return nil, fmt.Errorf("files: creating the checkpoint store: %w", err)
 		}
 	}
-	return &Store{dir: dir, sync: sync, known: map[Hash]bool{}, dirs: map[byte]bool{}}, nil
+	return &Store{dir: dir, sync: sync, known: map[Hash]bool{}, dirs: map[byte]bool{}, last: map[string]lastRef{}}, nil
 }
 
 // Dir is the store's directory.
@@ -223,11 +239,21 @@ func (s *Store) sessionPath(id string) (string, error) {
 }
 
 // Reference records that session id uses checkpoint h, so [Store.Prune]
-// keeps its objects while the session exists.
+// keeps its objects while the session exists. Referencing again the
+// checkpoint this process last recorded for id writes nothing while the
+// reference file is as that write left it.
 func (s *Store) Reference(id string, h Hash) error {
 	path, err := s.sessionPath(id)
 	if err != nil {
 		return err
+	}
+	s.mu.Lock()
+	prev, ok := s.last[id]
+	s.mu.Unlock()
+	if ok && prev.h == h {
+		if st, err := os.Stat(path); err == nil && st.Size() == prev.size {
+			return nil
+		}
 	}
 	f, err := private.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
 	if err != nil {
@@ -237,9 +263,25 @@ func (s *Store) Reference(id string, h Hash) error {
 	if err == nil && s.sync {
 		err = f.Sync()
 	}
+	var size int64 = -1
+	if err == nil {
+		if st, serr := f.Stat(); serr == nil {
+			size = st.Size()
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	s.mu.Lock()
+	if err != nil || size < 0 {
+		delete(s.last, id)
+	} else {
+		if len(s.last) >= maxLastRefs {
+			clear(s.last)
+		}
+		s.last[id] = lastRef{h: h, size: size}
+	}
+	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("files: recording checkpoint %s of session %s: %w", h.Short(), id, err)
 	}

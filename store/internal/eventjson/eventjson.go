@@ -22,39 +22,11 @@ import (
 // value; it is copied verbatim unless it contains line breaks, which are
 // compacted away so one event is always one line.
 func AppendEvent(buf []byte, e session.Event) ([]byte, error) {
-	if len(e.Data) == 0 || !json.Valid(e.Data) {
+	buf, err := e.AppendJSON(buf) // fails only when Data is not JSON
+	if err != nil {
 		return buf, fmt.Errorf("event %q carries non-JSON-serializable data (seq %d): %w", e.Type, e.Seq, store.ErrNotJSON)
 	}
-	buf = append(buf, `{"type":`...)
-	buf = AppendString(buf, e.Type)
-	buf = append(buf, `,"seq":`...)
-	buf = strconv.AppendInt(buf, e.Seq, 10)
-	buf = append(buf, `,"time":`...)
-	buf = strconv.AppendInt(buf, e.Time, 10)
-	buf = append(buf, `,"data":`...)
-	if bytes.ContainsAny(e.Data, "\n\r") {
-		var c bytes.Buffer
-		_ = json.Compact(&c, e.Data)
-		buf = append(buf, c.Bytes()...)
-	} else {
-		buf = append(buf, e.Data...)
-	}
-	if e.SourceEventSeqs != nil {
-		buf = append(buf, `,"sourceEventSeqs":[`...)
-		for i, s := range e.SourceEventSeqs {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = strconv.AppendInt(buf, s, 10)
-		}
-		buf = append(buf, ']')
-	}
-	if e.SurfaceOp != nil {
-		op, _ := e.SurfaceOp.MarshalJSON()
-		buf = append(buf, `,"surfaceOp":`...)
-		buf = append(buf, op...)
-	}
-	return append(buf, '}', '\n'), nil
+	return append(buf, '\n'), nil
 }
 
 // AppendString writes s as a JSON string (no HTML escaping; invalid UTF-8
