@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -174,8 +175,10 @@ var ErrRunBusy = errors.New("serve: the run's session is held by another worker"
 // it) is not prompted again; its answer is returned. A turn an earlier
 // attempt left open (its worker killed mid-turn) is closed as interrupted
 // when the session is loaded; the prompt it recorded is then answered by a
-// retried turn (agent.Retrier), not sent a second time (see submitRun).
-// The writer lease makes these checks safe: only the worker holding it
+// retried turn (agent.Retrier), not sent a second time (see submitRun) —
+// unless the model had already given its final answer when the worker
+// died (in a Stop hook, or between the answer and turn/end): that answer
+// is the run's result, and the model is not asked again. The writer lease makes these checks safe: only the worker holding it
 // appends.
 //
 // When ctx ends (the run was cancelled, or the worker stops) the turn is
@@ -198,6 +201,9 @@ func (s *Server) ExecuteRun(ctx context.Context, spec RunSpec) (string, error) {
 		}
 	}
 	if text, ok := completedAnswer(sess, 0); ok {
+		return text, nil
+	}
+	if text, ok := answerBeforeDeath(ctx, sess, runRef(spec.Run)); ok {
 		return text, nil
 	}
 	from := int64(sess.Len())
@@ -355,6 +361,39 @@ func completedAnswer(sess *session.Session, from int64) (string, bool) {
 		return nil
 	})
 	return last, done
+}
+
+// answerBeforeDeath returns the final answer of a run whose turn was closed
+// as interrupted after the model had finished: the history, from the run's
+// prompt (marked ref) on, ends with a whole assistant message that calls no
+// tool. Such a turn has nothing left for the model to answer (a retry is
+// refused with agent.ErrNothingToRetry), so failing the run would throw
+// away an answer the session holds. A partial message (Interrupted), a
+// tool call, or anything after the answer for the model to read (a tool
+// result, context, steering) means the run is not answered.
+func answerBeforeDeath(ctx context.Context, sess *session.Session, ref string) (string, bool) {
+	var answer string
+	prompted := false
+	_ = sess.Range(ctx, 0, int64(sess.Len()), func(ev session.Event) error {
+		switch ev.Type {
+		case session.TypeUserMessage:
+			if p, err := session.Decode[session.Prompt](ev); err == nil && p.Source.Ref == ref {
+				prompted = true
+			}
+			answer = ""
+		case session.TypeAssistantMessage:
+			answer = ""
+			m, err := session.Decode[session.AssistantMessage](ev)
+			if err != nil || m.Interrupted || slices.ContainsFunc(m.Content, func(b llm.Block) bool { return b.Type == llm.BlockToolCall }) {
+				return nil
+			}
+			answer = llm.TextOf(m.Content)
+		case session.TypeToolResult, session.TypeContextMessage, session.TypeSteeringMessage:
+			answer = ""
+		}
+		return nil
+	})
+	return answer, prompted && answer != ""
 }
 
 var errStop = errors.New("stop")
