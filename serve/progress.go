@@ -2,22 +2,23 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/dshq/dsh/internal/redact"
 	"github.com/dshq/dsh/kernel"
+	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/tool"
 )
 
 // Live tool output: what a running command prints is tool.Progress, which
 // is never recorded (the call's result is what counts), so the log-backed
 // stream cannot carry it. Each entry keeps a small ring of recent output
-// instead, and every SSE stream forwards what arrives after it opened as
+// instead, and every stream forwards what arrives after it opened: SSE as
 // "progress" events (no id: they are not part of the log and a reconnect
-// does not replay them). The ring bounds memory per session, a throttle
+// does not replay them), a WebSocket as {"progress": ...} messages beside
+// the log's events. Both come from forwardProgress, so they carry the same. The ring bounds memory per session, a throttle
 // bounds the events per stream, and the scrubber removes secrets as it
 // does from everything else the server sends.
 
@@ -82,13 +83,6 @@ func (l *liveOutput) since(seq uint64) ([]outChunk, uint64, <-chan struct{}) {
 	return out, l.seq, l.changed
 }
 
-// progressEvent is the data of one SSE "progress" event: output the call
-// printed since the previous one.
-type progressEvent struct {
-	Call   string `json:"call"`
-	Output string `json:"output"`
-}
-
 // installProgress routes a workspace's tool progress to its sessions'
 // entries.
 func (s *Server) installProgress(w *wsEntry) error {
@@ -105,8 +99,10 @@ func (s *Server) installProgress(w *wsEntry) error {
 }
 
 // forwardProgress sends e's tool output as it arrives, coalesced per call
-// and at most once per progressEvery, until ctx ends or write fails.
-func (s *Server) forwardProgress(ctx context.Context, e *entry, write func([]byte) error) {
+// and at most once per progressEvery, scrubbed, until ctx ends or send
+// fails. Every stream (SSE, WebSocket) gets its progress here, each
+// framing it its own way.
+func (s *Server) forwardProgress(ctx context.Context, e *entry, send func(api.Progress) error) {
 	_, last, changed := e.output.since(^uint64(0))
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -133,12 +129,7 @@ func (s *Server) forwardProgress(ctx context.Context, e *entry, write func([]byt
 			by[c.call] = append(by[c.call], c.text...)
 		}
 		for _, call := range order {
-			b, err := json.Marshal(progressEvent{Call: call, Output: s.scrub.String(string(by[call]))})
-			if err != nil {
-				continue
-			}
-			msg := append([]byte("event: progress\ndata: "), b...)
-			if write(append(msg, "\n\n"...)) != nil {
+			if send(api.Progress{Call: call, Output: s.scrub.String(string(by[call]))}) != nil {
 				return
 			}
 		}

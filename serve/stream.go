@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
 )
@@ -116,7 +117,7 @@ func startSeq(r *http.Request) (int64, error) {
 
 // streamSSE is GET /v1/sessions/{id}/stream: the log as Server-Sent
 // Events, one event per log entry, its seq as the SSE id, resumable with
-// Last-Event-ID. A client that takes no data for StreamWriteTimeout is
+// Last-Event-ID, and a running tool's output as id-less "progress" events. A client that takes no data for StreamWriteTimeout is
 // dropped (it resumes where it was).
 func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
@@ -175,7 +176,16 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, c *call) {
 			return write(buf)
 		})
 	}, func(ctx context.Context) { s.heartbeat(ctx, func() error { return write([]byte(": ping\n\n")) }) },
-		func(ctx context.Context) { s.forwardProgress(ctx, e, write) })
+		func(ctx context.Context) {
+			s.forwardProgress(ctx, e, func(p api.Progress) error {
+				b, err := json.Marshal(p)
+				if err != nil {
+					return err
+				}
+				msg := append([]byte("event: progress\ndata: "), b...)
+				return write(append(msg, "\n\n"...))
+			})
+		})
 }
 
 // beside runs a stream's main loop with its helpers (heartbeats, progress)
@@ -212,7 +222,8 @@ func (s *Server) heartbeat(ctx context.Context, ping func() error) {
 
 // streamWS is GET /v1/sessions/{id}/ws: the same stream over a WebSocket,
 // one text message per event (the event's JSON), from ?from (or after
-// Last-Event-ID).
+// Last-Event-ID), and a running tool's output as {"progress": ...}
+// messages between them, as the SSE stream's "progress" events.
 func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, c *call) {
 	s.openStreams.Add(1)
 	defer s.openStreams.Add(-1)
@@ -254,6 +265,16 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, c *call) {
 			pctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
 			defer cancel()
 			return conn.Ping(pctx)
+		})
+	}, func(ctx context.Context) {
+		s.forwardProgress(ctx, e, func(p api.Progress) error {
+			b, err := json.Marshal(api.ProgressMessage{Progress: p})
+			if err != nil {
+				return err
+			}
+			wctx, cancel := context.WithTimeout(ctx, s.o.StreamWriteTimeout)
+			defer cancel()
+			return conn.Write(wctx, websocket.MessageText, b)
 		})
 	})
 	if err != nil && ctx.Err() == nil {

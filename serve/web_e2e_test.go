@@ -104,7 +104,9 @@ func (m *webModel) reply(req fakeanthropic.Request) fakeanthropic.Reply {
 	case strings.Contains(text, "please print slowly"):
 		// Lines over time, a secret among them, then it waits for the
 		// test's gate file: the card must show the lines while it runs.
-		cmd := "for i in 1 2 3; do echo LIVE-LINE-$i; sleep 0.2; done; echo key=" + secretKey +
+		// The secret is split by an empty quote, so the shell prints it
+		// but the command (recorded in the log) does not carry it.
+		cmd := "for i in 1 2 3; do echo LIVE-LINE-$i; sleep 0.2; done; echo key=" + secretKey[:8] + "''" + secretKey[8:] +
 			"; while [ ! -e " + filepath.Join(m.dir, "gate") + " ]; do sleep 0.05; done; echo AFTER-GATE"
 		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_live", Name: "bash",
 			Input: map[string]any{"command": cmd, "description": "print slowly"}}}}

@@ -4,6 +4,8 @@
 // /openapi.json). Session events travel as they are in the log
 // ([session.Event], the native schema): the API adds no event types of its
 // own, so a stream, a page of history and `dsh sessions export` agree.
+// Beside the log's events, a live stream carries only [Progress], a
+// running command's output, which the log never records.
 package api
 
 import (
@@ -261,6 +263,24 @@ type EventPage struct {
 	Events []session.Event `json:"events"`
 	Next   int64           `json:"next"`
 	More   bool            `json:"more"`
+}
+
+// Progress is output a running tool call printed since the previous
+// Progress of that call: what the streams carry beside the log while a
+// command runs (the log records only the call's result). On the SSE stream
+// it is the data of an event named "progress", with no id; on the
+// WebSocket it is the "progress" member of a [ProgressMessage]. It is not
+// part of the log, so a reconnect does not replay it; the output has the
+// server's secrets scrubbed.
+type Progress struct {
+	Call   string `json:"call"`
+	Output string `json:"output"`
+}
+
+// ProgressMessage is a WebSocket message carrying [Progress]; every other
+// message on that socket is a log event.
+type ProgressMessage struct {
+	Progress Progress `json:"progress"`
 }
 
 // Approval is a pending question: an ask decision the agent waits on.

@@ -286,6 +286,10 @@ type StreamOptions struct {
 	Reconnect time.Duration
 	// Reconnected, when set, hears each reconnection and its cause.
 	Reconnected func(err error)
+	// Progress, when set, hears a running tool call's output as the
+	// server forwards it (not part of the log: never replayed on a
+	// reconnect); without it such output is skipped.
+	Progress func(api.Progress)
 }
 
 // Stream yields the session's events from seq from on, live, over SSE,
@@ -295,7 +299,7 @@ func (c *Client) Stream(ctx context.Context, id session.ID, from int64, o Stream
 	return func(yield func(session.Event, error) bool) {
 		next := from
 		for {
-			err := c.streamOnce(ctx, id, next, func(ev session.Event) bool {
+			err := c.streamOnce(ctx, id, next, o.Progress, func(ev session.Event) bool {
 				if ev.Seq < next {
 					return true
 				}
@@ -334,7 +338,7 @@ var errStop = errors.New("stop")
 
 // streamOnce reads one SSE connection; it returns errStop when fn said
 // stop, else why the stream ended.
-func (c *Client) streamOnce(ctx context.Context, id session.ID, from int64, fn func(session.Event) bool) error {
+func (c *Client) streamOnce(ctx context.Context, id session.ID, from int64, progress func(api.Progress), fn func(session.Event) bool) error {
 	req, err := c.request(ctx, "GET", "/v1/sessions/"+esc(id)+"/stream", nil)
 	if err != nil {
 		return err
@@ -354,26 +358,51 @@ func (c *Client) streamOnce(ctx context.Context, id session.ID, from int64, fn f
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var data []byte
+	var name string // the SSE event's name: "" for a log event
 	for sc.Scan() {
 		line := sc.Bytes()
 		switch {
 		case len(line) == 0:
 			if len(data) > 0 {
-				var ev session.Event
-				if err := json.Unmarshal(data, &ev); err != nil {
-					return fmt.Errorf("dsh serve: a stream event is not JSON: %w", err)
-				}
-				data = data[:0]
-				if !fn(ev) {
-					return errStop
+				if err := dispatch(name, data, progress, fn); err != nil {
+					return err
 				}
 			}
+			data, name = data[:0], ""
 		case bytes.HasPrefix(line, []byte("data: ")):
 			data = append(data, line[6:]...)
+		case bytes.HasPrefix(line, []byte("event: ")):
+			name = string(line[7:])
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return err
 	}
 	return io.ErrUnexpectedEOF
+}
+
+// dispatch hands one SSE event to fn (a log event) or progress (a tool's
+// live output); it returns errStop when fn said stop. Events of names it
+// does not know are skipped: a newer server may send more.
+func dispatch(name string, data []byte, progress func(api.Progress), fn func(session.Event) bool) error {
+	switch name {
+	case "", "message":
+		var ev session.Event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("dsh serve: a stream event is not JSON: %w", err)
+		}
+		if !fn(ev) {
+			return errStop
+		}
+	case "progress":
+		if progress == nil {
+			return nil
+		}
+		var p api.Progress
+		if err := json.Unmarshal(data, &p); err != nil {
+			return fmt.Errorf("dsh serve: a progress event is not JSON: %w", err)
+		}
+		progress(p)
+	}
+	return nil
 }
