@@ -430,13 +430,23 @@ func TestImageAttachmentInTmux(t *testing.T) {
 	tt.waitUntil(func(s string) bool { return strings.Contains(lastLines(s, 3), "› @shot.png") }, "the pasted path as a mention")
 	tt.keys("C-u")
 
+	f.refusedByTextModel(t, tt, func() { tt.text("again @shot.png please") },
+		"not sent: local/text does not read images (@shot.png)", "› again @shot.png please")
+}
+
+// refusedByTextModel switches to the text-only model local/text, has
+// compose type a message holding an image, sends it, and checks that it
+// is refused with reason, comes back to the editor as back, and never
+// reaches the model (which had one request before); then dsh exits.
+func (f *termFixture) refusedByTextModel(t *testing.T, tt *tmuxTerm, compose func(), reason, back string) {
+	t.Helper()
 	tt.text("/model local/text")
 	tt.keys("Enter")
 	tt.waitFor("model set to local/text")
-	tt.text("again @shot.png please")
+	compose()
 	tt.keys("Enter")
-	s = tt.waitFor("not sent: local/text does not read images (@shot.png)")
-	if !strings.Contains(lastLines(s, 3), "› again @shot.png please") {
+	s := tt.waitFor(reason)
+	if !strings.Contains(lastLines(s, 3), back) {
 		t.Fatalf("the refused message is not back in the editor:\n%s", lastLines(s, 6))
 	}
 	if n := f.model.count(); n != 1 {

@@ -186,6 +186,8 @@ func (u *ui) help() {
 		{"!command", "run a shell command; its output becomes context"},
 		{"ctrl-o", "transcript view: the whole session, tool output and diffs in full (tab picks a card, enter expands it, / searches)"},
 		{"ctrl-z", "suspend (fg resumes)"},
+		{"ctrl-v", "paste an image from the clipboard as [Image #n] (wl-paste, xclip or pngpaste); @path or a dragged path attaches an image file"},
+		{"@", "mention a file, directory or MCP resource (@server:uri): its content is attached"},
 		{"ctrl-a/e, ctrl-k/u/w, ctrl-y", "start/end of line, cut to end/start/word, paste the cut"},
 		{"tab", "complete a command"},
 		{"shift-tab", "cycle the permission mode"},

@@ -43,8 +43,41 @@ type Editor struct {
 	// pastes are the collapsed pastes; the n-th shows in the buffer as
 	// pastePlaceholder(n, …).
 	pastes []string
+	// images are the images pasted from the clipboard; the n-th shows in
+	// the buffer as its name, [Image #n].
+	images []clipImage
 	search *histSearch // ctrl-r in progress
 }
+
+// clipImage is an image pasted into the editor.
+type clipImage struct {
+	name string
+	mime string
+	data []byte
+}
+
+// AddImage inserts a pasted image's placeholder at the cursor.
+func (e *Editor) AddImage(mime string, data []byte) {
+	im := clipImage{name: fmt.Sprintf("[Image #%d]", len(e.images)+1), mime: mime, data: data}
+	e.images = append(e.images, im)
+	e.insert([]rune(im.name))
+}
+
+// Images are the pasted images whose placeholder is still in the buffer
+// (one the user deleted is not sent), in order.
+func (e *Editor) Images() []clipImage {
+	var out []clipImage
+	text := string(e.buf)
+	for _, im := range e.images {
+		if strings.Contains(text, im.name) {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// SetImages gives back the images of a message put back in the buffer.
+func (e *Editor) SetImages(imgs []clipImage) { e.images = imgs }
 
 // histSearch is a reverse incremental history search: the buffer as it was
 // before it began, what is typed, and the entry it found.
@@ -83,7 +116,7 @@ func (e *Editor) SetText(s string) {
 
 // Reset empties the buffer and leaves history browsing.
 func (e *Editor) Reset() {
-	e.buf, e.pos, e.draft, e.pastes, e.search = nil, 0, nil, nil, nil
+	e.buf, e.pos, e.draft, e.pastes, e.images, e.search = nil, 0, nil, nil, nil, nil
 	e.histIdx = e.histLen()
 }
 

@@ -123,6 +123,9 @@ func imageNote(p, head string) string {
 	if _, attr, ok := strings.Cut(head, ` bytes="`); ok {
 		_, _ = fmt.Sscanf(attr, "%d", &size)
 	}
+	if strings.HasPrefix(p, "[Image #") { // pasted from the clipboard
+		return fmt.Sprintf("attached %s (%s, %s)", p, strings.TrimPrefix(mime, "image/"), fmtBytes(size))
+	}
 	return fmt.Sprintf("attached @%s (%s, %s)", p, strings.TrimPrefix(mime, "image/"), fmtBytes(size))
 }
 

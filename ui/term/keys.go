@@ -42,6 +42,7 @@ const (
 	KeyCtrlG // leave the history search
 	KeyCtrlZ // suspend
 	KeyCtrlO // the transcript view
+	KeyCtrlV // paste an image from the clipboard
 	KeyPageUp
 	KeyPageDown
 	KeyUnknown // an unrecognised sequence, dropped by the editor
@@ -145,7 +146,7 @@ var ctrlKeys = map[byte]KeyKind{
 	0x01: KeyHome, 0x02: KeyLeft, 0x03: KeyCtrlC, 0x04: KeyCtrlD, 0x05: KeyEnd, 0x06: KeyRight,
 	0x08: KeyBackspace, 0x09: KeyTab, 0x0a: KeyNewline, 0x0b: KeyKillEnd, 0x0c: KeyCtrlL, 0x0d: KeyEnter,
 	0x0e: KeyDown, 0x10: KeyUp, 0x15: KeyKillStart, 0x17: KeyKillWord, 0x19: KeyYank, 0x7f: KeyBackspace,
-	0x12: KeyCtrlR, 0x07: KeyCtrlG, 0x1a: KeyCtrlZ, 0x0f: KeyCtrlO,
+	0x12: KeyCtrlR, 0x07: KeyCtrlG, 0x1a: KeyCtrlZ, 0x0f: KeyCtrlO, 0x16: KeyCtrlV,
 }
 
 // decodeOne decodes the key at the start of b and returns it with the

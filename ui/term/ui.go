@@ -580,6 +580,8 @@ func (u *ui) handle(m any) {
 		u.shellFinished(m)
 	case mentionReady:
 		u.mentionSuggest()
+	case clipRead:
+		u.clipboardRead(m)
 	case resourcesListed:
 		u.resourcesArrived(m)
 		u.mentionSuggest()
@@ -709,6 +711,10 @@ func (u *ui) editorKey(k Key) {
 	if k.Kind == KeyTab && u.mentionAccept() {
 		return
 	}
+	if k.Kind == KeyCtrlV {
+		u.pasteClipboard()
+		return
+	}
 	if k.Kind == KeyPaste {
 		// A file dragged onto the terminal arrives as its path: an image
 		// becomes a mention, attached when the message is sent.
@@ -725,9 +731,10 @@ func (u *ui) editorKey(k Key) {
 		if strings.TrimSpace(text) == "" {
 			return
 		}
+		imgs := u.ed.Images()
 		u.hist.Add(text)
 		u.ed.Reset()
-		u.submit(text)
+		u.submit(text, imgs...)
 	case ActEOF:
 		u.quit = true
 	case ActInterrupt:
@@ -876,8 +883,12 @@ func (u *ui) Approve(ctx context.Context, req tool.ApprovalRequest) (tool.Approv
 	}
 }
 
-// submit sends a prompt, steers the running turn, or runs a command.
-func (u *ui) submit(text string) {
+// submit sends a prompt (with the images pasted into it), steers the
+// running turn, or runs a command.
+func (u *ui) submit(text string, imgs ...clipImage) {
+	if len(imgs) > 0 && (strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") || strings.HasPrefix(text, "!")) {
+		u.tr.Note(u.st.Warn("the pasted image is not sent: a command takes no image"))
+	}
 	if strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") {
 		u.command(strings.TrimSpace(text))
 		return
@@ -892,7 +903,12 @@ func (u *ui) submit(text string) {
 		u.tr.Note(u.st.Err("no agent is running (try /clear)"))
 		return
 	}
-	content := []llm.Block{llm.Text(text)}
+	pasted, err := imageParts(imgs, u.imagePolicy())
+	if err != nil {
+		u.mentionSent(mentionSend{cur: c, text: text, images: imgs, err: err})
+		return
+	}
+	content := append([]llm.Block{llm.Text(text)}, pasted...)
 	var refs []resourceRef
 	if m := u.app.MCP; m != nil {
 		refs = mentionedResources(text, u.cwd(), func(name string) bool { _, ok := m.Server(name); return ok })
@@ -910,7 +926,7 @@ func (u *ui) submit(text string) {
 				rb, rw, rerr := attachResources(u.ctx, mgr, refs, images)
 				blocks, warnings, err = append(blocks, rb...), append(warnings, rw...), rerr
 			}
-			u.q.push(mentionSend{cur: c, text: text, content: append(content, blocks...), warnings: warnings, err: err})
+			u.q.push(mentionSend{cur: c, text: text, content: append(content, blocks...), warnings: warnings, err: err, images: imgs})
 		}()
 		return
 	}
@@ -923,7 +939,8 @@ type mentionSend struct {
 	text     string
 	content  []llm.Block
 	warnings []string
-	err      error // a refusal: nothing is sent
+	err      error       // a refusal: nothing is sent
+	images   []clipImage // pasted into the message (back to the editor on a refusal)
 }
 
 func (u *ui) mentionSent(m mentionSend) {
@@ -934,6 +951,7 @@ func (u *ui) mentionSent(m mentionSend) {
 		u.tr.Note(u.st.Err(sanitize(m.err.Error())))
 		if u.ed.Text() == "" {
 			u.ed.SetText(m.text) // the message back, to edit and send again
+			u.ed.SetImages(m.images)
 		}
 		return
 	}
