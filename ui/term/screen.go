@@ -47,7 +47,7 @@ func (s *Screen) Frame(committed string, live []string, crow, ccol, width, heigh
 	if up := s.above(width); up > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", up)
 	}
-	b.WriteString("\x1b[J")
+	b.WriteString(eraseDown(s.lines(width)))
 	if committed != "" {
 		committed = strings.TrimSuffix(committed, "\n")
 		b.WriteString(strings.ReplaceAll(committed, "\n", "\x1b[K\r\n"))
@@ -107,6 +107,36 @@ func (s *Screen) above(width int) int {
 	return up
 }
 
+// lines is how many terminal lines the region drawn last spans now that
+// the terminal is width columns wide (0: unknown, taken as unchanged).
+func (s *Screen) lines(width int) int {
+	if width <= 0 || len(s.widths) != s.rows {
+		return s.rows
+	}
+	n := 0
+	for _, w := range s.widths {
+		n += max(1, (w+width-1)/width)
+	}
+	return n
+}
+
+// eraseDown returns the bytes that erase, from the start of the line the
+// cursor is on, that line and everything below it, where the region drawn
+// last spans lines lines from there. It never erases from the screen's
+// top-left corner: tmux (scroll-on-clear, on by default) and some other
+// terminals take an erase from there as clearing the screen and push the
+// whole screen into the scrollback first, so a region that sits at the
+// top (as it does after a narrowing pushed its first lines off the top)
+// would leave one copy of itself in the scrollback per frame. Erasing the
+// first line alone and the rest from the line below is the same on every
+// terminal; a region of one line has nothing of its own below it.
+func eraseDown(lines int) string {
+	if lines <= 1 {
+		return "\x1b[K"
+	}
+	return "\x1b[K\x1b[B\x1b[J\x1b[A"
+}
+
 // Clear returns the bytes that erase the live region and leave the cursor
 // at its top-left (before the program exits or hands the terminal over).
 func (s *Screen) Clear() string {
@@ -115,7 +145,8 @@ func (s *Screen) Clear() string {
 	if s.curRow > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", s.curRow)
 	}
-	b.WriteString("\x1b[J\x1b[?25h")
+	b.WriteString(eraseDown(s.rows))
+	b.WriteString("\x1b[?25h")
 	s.Reset()
 	return b.String()
 }

@@ -346,11 +346,11 @@ func TestRunCtrlDAndPendingApprovalOnExit(t *testing.T) {
 func TestScreenFrame(t *testing.T) {
 	var s Screen
 	f := s.Frame("", []string{"a", "> x"}, 1, 3, 0, 24)
-	if f != "\x1b[?25l\r\x1b[J"+"a\r\n> x"+"\r\x1b[3C\x1b[?25h" {
+	if f != "\x1b[?25l\r\x1b[K"+"a\r\n> x"+"\r\x1b[3C\x1b[?25h" {
 		t.Fatalf("first frame %q", f)
 	}
 	f = s.Frame("out1\nout2\n", []string{"> "}, 0, 2, 0, 24)
-	if f != "\x1b[?25l\r\x1b[1A\x1b[J"+"out1\x1b[K\r\nout2\x1b[K\r\n"+"> "+"\r\x1b[2C\x1b[?25h" {
+	if f != "\x1b[?25l\r\x1b[1A\x1b[K\x1b[B\x1b[J\x1b[A"+"out1\x1b[K\r\nout2\x1b[K\r\n"+"> "+"\r\x1b[2C\x1b[?25h" {
 		t.Fatalf("second frame %q", f)
 	}
 	// Taller than the terminal: the bottom rows stay.
@@ -358,7 +358,7 @@ func TestScreenFrame(t *testing.T) {
 	if !strings.HasSuffix(f, "4\r\n5\r\x1b[?25h") || strings.Contains(f, "3") {
 		t.Fatalf("clamped frame %q", f)
 	}
-	if c := s.Clear(); c != "\r\x1b[1A\x1b[J\x1b[?25h" {
+	if c := s.Clear(); c != "\r\x1b[1A\x1b[K\x1b[B\x1b[J\x1b[A\x1b[?25h" {
 		t.Fatalf("clear %q", c)
 	}
 }
@@ -478,6 +478,34 @@ func TestApprovalAlwaysInThisProject(t *testing.T) {
 	h.send("/permissions\r")
 	h.wait("Bash(ls:*)  (", "settings.local.json)")
 	h.exit()
+}
+
+// A frame never erases the screen from the region's first column of its
+// top line: when the region sits at the top of the screen (after a
+// narrowing pushed its first lines off it, or after a clear), tmux takes
+// that erase as clearing the whole screen and, with scroll-on-clear (its
+// default), pushes the screen into the scrollback first: one copy of the
+// region per frame. The first line is erased alone and the rest from the
+// line below.
+func TestScreenFrameNeverErasesFromTheTopCorner(t *testing.T) {
+	var s Screen
+	card := []string{"", "? Allow Bash printf", "  [y] allow once", "  footer"}
+	s.Frame("", card, -1, 0, 60, 40)
+	for i := range 3 {
+		f := s.Frame("", card, -1, 0, 60, 40)
+		climb := strings.Index(f, "\x1b[3A")
+		if climb < 0 {
+			t.Fatalf("frame %d does not climb the region: %q", i, f)
+		}
+		rest := f[climb+len("\x1b[3A"):]
+		if !strings.HasPrefix(rest, "\x1b[K\x1b[B\x1b[J\x1b[A") {
+			t.Fatalf("frame %d erases from the region's top-left corner: %q", i, rest)
+		}
+	}
+	// So does handing the terminal over.
+	if c := s.Clear(); strings.Contains(c, "A\x1b[J") {
+		t.Fatalf("clear erases from the top-left corner: %q", c)
+	}
 }
 
 // After a resize narrows the terminal, the next frame climbs every line the
