@@ -29,6 +29,7 @@ import (
 	"github.com/dshq/dsh/serve"
 	"github.com/dshq/dsh/serve/jobs"
 	"github.com/dshq/dsh/serve/tokens"
+	"github.com/dshq/dsh/serve/weblogin"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/store/backends"
 	"github.com/dshq/dsh/telemetry"
@@ -258,8 +259,24 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 	if queue != nil {
 		runs = queue
 	}
+	// Web log-ins live where the sessions do when that is shared, so a
+	// cookie made on one worker is good on the others.
+	var logins weblogin.Store
+	if storeCfg.Store == backends.Postgres {
+		pc, err := storeCfg.Postgres.Resolve(stdio.Env)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		pl, err := weblogin.OpenPostgres(ctx, pc.URL, pc.Schema)
+		if err != nil {
+			return fmt.Errorf("dsh serve: web log-ins at %s: %w", backends.Where(storeCfg, backends.Options{Getenv: stdio.Env}), err)
+		}
+		defer pl.Close()
+		logins = pl
+	}
 	srv, err := serve.New(serve.Options{
 		Runs:    runs,
+		Logins:  logins,
 		Metrics: rt.Metrics(),
 		Roots:   roots, Tokens: tokens.Open(tokens.Path(h)), App: build, Catalog: catalog, Logger: log,
 		Worker: worker, Version: Version, MaxRequestBytes: maxBody, Rate: rate.Limit(f.rate), Burst: f.burst,

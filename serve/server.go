@@ -39,6 +39,7 @@ import (
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/serve/tokens"
+	"github.com/dshq/dsh/serve/weblogin"
 	"github.com/dshq/dsh/store"
 )
 
@@ -70,6 +71,10 @@ type Options struct {
 	CORSOrigins []string
 	// UISessionTTL is how long a web UI log-in lasts (default 12h).
 	UISessionTTL time.Duration
+	// Logins keeps the web UI's log-ins (nil: in memory, this process
+	// only). A fleet passes the database's (weblogin.Postgres), so a
+	// log-in is good on every worker and a log-out ends it on all.
+	Logins weblogin.Store
 
 	// IdleEvict is how long an idle session stays in memory (default 2m;
 	// negative: never evicted for idleness).
@@ -119,7 +124,7 @@ type Server struct {
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
 
-	web webLogins
+	logins weblogin.Store
 	// scrub removes secrets from what the server sends outside the log.
 	scrub *redact.Scrubber
 
@@ -182,7 +187,10 @@ func New(o Options) (*Server, error) {
 	if len(o.Roots) == 0 {
 		return nil, errors.New("serve: at least one workspace root is required")
 	}
-	s := &Server{o: o, log: o.Logger, scrub: newScrubber(), limiters: map[string]*rate.Limiter{}, workspaces: map[string]*wsEntry{},
+	if o.Logins == nil {
+		o.Logins = &weblogin.Memory{}
+	}
+	s := &Server{o: o, log: o.Logger, logins: o.Logins, scrub: newScrubber(), limiters: map[string]*rate.Limiter{}, workspaces: map[string]*wsEntry{},
 		sessions: map[string]*entry{}, stop: make(chan struct{})}
 	for _, r := range o.Roots {
 		if !filepath.IsAbs(r) {
@@ -310,11 +318,18 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, need strin
 		raw, ok = r.URL.Query().Get("access_token"), true
 	}
 	if !ok {
-		if _, l := s.cookieLogin(r); l != nil {
+		l, err := s.cookieLogin(r)
+		if err != nil {
+			s.log.Warn("serve: web log-ins", "err", err)
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the web UI's log-ins cannot be checked right now; try again shortly")
+			return tokens.Token{}, false
+		}
+		if l != nil {
 			if !checkCSRF(w, r, l) {
 				return tokens.Token{}, false
 			}
-			raw, ok = l.raw, true
+			return s.admit(w, l.tok, need)
 		}
 	}
 	tok, valid := tokens.Token{}, false
@@ -326,6 +341,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, need strin
 		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "unauthorized: send Authorization: Bearer TOKEN (dsh serve token create makes one)")
 		return tokens.Token{}, false
 	}
+	return s.admit(w, tok, need)
+}
+
+// admit applies an authenticated token's rate limit and access. It has
+// answered the request when it returns false.
+func (s *Server) admit(w http.ResponseWriter, tok tokens.Token, need string) (tokens.Token, bool) {
 	if !s.limiter(tok.ID).Allow() {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, fmt.Sprintf("rate limit of %g requests per second for token %s exceeded; retry shortly", float64(s.o.Rate), tok.Name))

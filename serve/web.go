@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/serve/tokens"
+	"github.com/dshq/dsh/serve/weblogin"
 	"github.com/dshq/dsh/ui/browser"
 )
 
@@ -31,20 +31,10 @@ const uiCookie = "dsh_ui"
 // csrfHeader carries the log-in's CSRF token.
 const csrfHeader = "X-CSRF-Token"
 
-// webLogin is one browser's log-in: the bearer token it was made with
-// (checked again on every request, so revoking the token logs it out) and
-// its CSRF token.
-type webLogin struct {
-	raw     string
-	csrf    string
-	expires time.Time
-}
-
-// webLogins are the live log-ins of this process, by cookie value.
-type webLogins struct {
-	mu sync.Mutex
-	m  map[string]*webLogin
-}
+// Log-ins are kept by Options.Logins (package weblogin): in memory for a
+// lone server, in the database for a fleet, so that any worker honours a
+// cookie another made and a log-out on one ends it on all. The store holds
+// no secret: the cookie's hash, and the token's id and hash.
 
 func randomToken() string {
 	b := make([]byte, 32)
@@ -52,52 +42,32 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (w *webLogins) add(raw string, now time.Time, ttl time.Duration) (string, *webLogin) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.m == nil {
-		w.m = map[string]*webLogin{}
-	}
-	for k, l := range w.m {
-		if !now.Before(l.expires) {
-			delete(w.m, k)
-		}
-	}
-	id := randomToken()
-	l := &webLogin{raw: raw, csrf: randomToken(), expires: now.Add(ttl)}
-	w.m[id] = l
-	return id, l
+// webLogin is the log-in a request's cookie stands for.
+type webLogin struct {
+	cookie string
+	tok    tokens.Token
 }
 
-func (w *webLogins) get(id string, now time.Time) *webLogin {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l := w.m[id]
-	if l != nil && !now.Before(l.expires) {
-		delete(w.m, id)
-		return nil
-	}
-	return l
-}
+// csrf is the log-in's CSRF token.
+func (l *webLogin) csrf() string { return weblogin.CSRF(l.cookie) }
 
-func (w *webLogins) drop(id string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.m, id)
-}
-
-// cookieLogin is the request's log-in when it carries a live session
-// cookie.
-func (s *Server) cookieLogin(r *http.Request) (string, *webLogin) {
+// cookieLogin is the request's log-in when it carries the cookie of one
+// that is live and whose token is not revoked; an error when the log-ins
+// could not be read.
+func (s *Server) cookieLogin(r *http.Request) (*webLogin, error) {
 	ck, err := r.Cookie(uiCookie)
 	if err != nil || ck.Value == "" {
-		return "", nil
+		return nil, nil
 	}
-	l := s.web.get(ck.Value, s.o.Now())
-	if l == nil {
-		return "", nil
+	l, ok, err := s.logins.Get(r.Context(), weblogin.Key(ck.Value), s.o.Now())
+	if err != nil || !ok {
+		return nil, err
 	}
-	return ck.Value, l
+	tok, ok := s.o.Tokens.Current(l.TokenID, l.TokenHash)
+	if !ok {
+		return nil, nil
+	}
+	return &webLogin{cookie: ck.Value, tok: tok}, nil
 }
 
 // sameOrigin tells whether a browser request comes from this server's own
@@ -138,7 +108,7 @@ func checkCSRF(w http.ResponseWriter, r *http.Request, l *webLogin) bool {
 		return true
 	}
 	got := r.Header.Get(csrfHeader)
-	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(l.csrf)) != 1 || !sameOrigin(r) {
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(l.csrf())) != 1 || !sameOrigin(r) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "a request authenticated by the web UI's cookie must come from its page and carry its "+csrfHeader+" header")
 		return false
 	}
@@ -160,19 +130,30 @@ func securePage(w http.ResponseWriter, csp string) {
 // uiPage is GET /ui: the live UI for a logged-in browser, the log-in form
 // for anyone else.
 func (s *Server) uiPage(w http.ResponseWriter, r *http.Request, _ *call) {
-	if _, l := s.cookieLogin(r); l != nil {
-		if tok, ok := s.o.Tokens.Check(l.raw); ok {
-			page, csp, err := browser.AppPage(browser.AppBoot{CSRF: l.csrf, Token: tok.Name, Access: tok.Access, Version: s.o.Version})
-			if err != nil {
-				s.fail(w, err)
-				return
-			}
-			securePage(w, csp)
-			_, _ = w.Write(page)
+	l, err := s.cookieLogin(r)
+	if err != nil {
+		s.loginUnavailable(w, err)
+		return
+	}
+	if l != nil {
+		page, csp, err := browser.AppPage(browser.AppBoot{CSRF: l.csrf(), Token: l.tok.Name, Access: l.tok.Access, Version: s.o.Version})
+		if err != nil {
+			s.fail(w, err)
 			return
 		}
+		securePage(w, csp)
+		_, _ = w.Write(page)
+		return
 	}
 	s.loginForm(w, http.StatusOK, "")
+}
+
+// loginUnavailable answers a request whose log-in could not be read or
+// written (the database of a fleet is down).
+func (s *Server) loginUnavailable(w http.ResponseWriter, err error) {
+	s.log.Warn("serve: web log-ins", "err", err)
+	w.Header().Set("Retry-After", "5")
+	s.loginForm(w, http.StatusServiceUnavailable, "Log-ins cannot be checked right now; try again shortly.")
 }
 
 func (s *Server) loginForm(w http.ResponseWriter, status int, msg string) {
@@ -213,7 +194,12 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, _ *call) {
 		s.loginForm(w, http.StatusUnauthorized, "That token is not valid on this server.")
 		return
 	}
-	id, _ := s.web.add(raw, s.o.Now(), s.o.UISessionTTL)
+	id := randomToken()
+	now := s.o.Now()
+	if err := s.logins.Put(r.Context(), weblogin.Key(id), weblogin.Login{TokenID: tok.ID, TokenHash: tok.Hash, Expires: now.Add(s.o.UISessionTTL)}, now); err != nil {
+		s.loginUnavailable(w, err)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: id, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(s.o.UISessionTTL / time.Second)})
 	s.log.Info("serve: web log-in", "token", tok.Name)
@@ -224,8 +210,12 @@ func (s *Server) uiLogin(w http.ResponseWriter, r *http.Request, _ *call) {
 // uiLogout is POST /ui/logout: the log-in ends here and now (the cookie
 // alone would only be forgotten by this browser).
 func (s *Server) uiLogout(w http.ResponseWriter, r *http.Request, _ *call) {
-	if id, _ := s.cookieLogin(r); id != "" {
-		s.web.drop(id)
+	if ck, err := r.Cookie(uiCookie); err == nil && ck.Value != "" {
+		if err := s.logins.Delete(r.Context(), weblogin.Key(ck.Value)); err != nil {
+			s.log.Warn("serve: web log-out", "err", err)
+			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the log-in could not be ended right now; try again shortly")
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: "", Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})

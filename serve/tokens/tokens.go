@@ -159,6 +159,22 @@ func (s *Store) Check(raw string) (Token, bool) {
 	return t, true
 }
 
+// Current returns the token with this id while the file still holds it
+// with this hash: what a web log-in, which keeps no secret, checks on
+// every request, so revoking the token (or replacing it) ends the log-in.
+func (s *Store) Current(id, hash string) (Token, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refreshLocked() != nil {
+		return Token{}, false
+	}
+	t, ok := s.byID[id]
+	if !ok || subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
+		return Token{}, false
+	}
+	return t, true
+}
+
 func (s *Store) refreshLocked() error {
 	st, err := os.Stat(s.path)
 	if errors.Is(err, os.ErrNotExist) {
