@@ -557,7 +557,7 @@ func (w *walk) entry(root, path, name string, dirfd int, ign *ignoreCtx, was *ie
 	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return ientry{}, false, nil
 	}
-	e := ientry{Entry: Entry{Name: name, Mode: fileMode(st.Mode & 0o7777)}, ctime: st.Ctim.Nano(), mtime: st.Mtim.Nano(),
+	e := ientry{Entry: Entry{Name: name, Mode: fileMode(uint32(st.Mode) & 0o7777) /* Mode is uint16 on the BSDs */}, ctime: st.Ctim.Nano(), mtime: st.Mtim.Nano(),
 		ino: st.Ino, dev: uint64(st.Dev)}
 	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 	rootRel := relTo(path, root)
@@ -694,7 +694,7 @@ func (w *walk) readFile(dirfd int, name string, e ientry, bp *[]byte) ([]byte, i
 		if err := unix.Fstat(fd, &after); err != nil {
 			return nil, e, false, nil
 		}
-		e.Mode = fileMode(after.Mode & 0o7777)
+		e.Mode = fileMode(uint32(after.Mode) & 0o7777)
 		e.mtime, e.ctime, e.ino, e.dev = after.Mtim.Nano(), after.Ctim.Nano(), after.Ino, uint64(after.Dev)
 		stable := before.Size == after.Size && before.Mtim == after.Mtim && before.Ctim == after.Ctim && int64(n) == after.Size
 		if stable || attempt >= 2 {
@@ -729,7 +729,7 @@ func (w *walk) extras(paths []string) (Hash, error) {
 		var st unix.Stat_t
 		ok := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
 		if ok {
-			e = ientry{Entry: Entry{Name: p, Mode: fileMode(st.Mode & 0o7777)}, ctime: st.Ctim.Nano(), mtime: st.Mtim.Nano(), ino: st.Ino, dev: uint64(st.Dev)}
+			e = ientry{Entry: Entry{Name: p, Mode: fileMode(uint32(st.Mode) & 0o7777)}, ctime: st.Ctim.Nano(), mtime: st.Mtim.Nano(), ino: st.Ino, dev: uint64(st.Dev)}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFREG:
 				if st.Size > w.sc.opts.MaxFileBytes {

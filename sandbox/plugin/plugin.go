@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +21,6 @@ import (
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/permission"
 	"github.com/dshq/dsh/sandbox"
-	"github.com/dshq/dsh/sandbox/linux"
-	"github.com/dshq/dsh/sandbox/none"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/tool"
@@ -133,13 +130,6 @@ func Plugin(cfg Config) core.Plugin {
 		}
 		return core.Provide(h, scope, permission.Sandboxed(s.Confines))
 	}
-}
-
-func platform(h *core.Host, disable []string) sandbox.Sandbox {
-	if runtime.GOOS != "linux" {
-		return none.New("")
-	}
-	return linux.New(linux.Options{Home: h.Site.UserHome, Disable: disable, Logger: h.Logger})
 }
 
 // Sandbox returns the platform's sandbox.
