@@ -233,7 +233,7 @@ func OptionalPlugins() []string {
 // Schema is every settings key dsh reads: the application's own and its
 // plugins'. Front doors pass it to [settings.Load].
 func Schema() settings.Schema {
-	return append(settings.Schema{EnvKey, SystemPromptKey, MaxStepsKey, EnabledPluginsKey, NotificationsKey}, core.Schema(Plugins())...)
+	return append(settings.Schema{EnvKey, SystemPromptKey, MaxStepsKey, EnabledPluginsKey, NotificationsKey, EditorModeKey}, core.Schema(Plugins())...)
 }
 
 // ForeignSettings are the other tools' settings files the pipeline reads

@@ -32,6 +32,7 @@ var commands = []command{
 	{"rewind", "", "take the files and/or the conversation back to before an earlier turn (also esc esc)"},
 	{"permissions", "[mode <m> | allow|ask|deny|remove <rule>]", "show the mode and rules, switch the mode, or add/remove a session rule"},
 	{"thinking", "", "show or hide the model's reasoning in full"},
+	{"vim", "", "turn the prompt's vim mode on or off for this session (\"editorMode\": \"vim\" in settings for every session)"},
 	{"usage", "", "token usage of this session"},
 	{"cost", "", "what this session cost so far, by model"},
 	{"status", "", "model, provider, session, directory, permission mode, sandbox, MCP servers, memory files"},
@@ -75,6 +76,13 @@ func (u *ui) command(line string) {
 			msg += "\n" + u.tr.thinking(u.tr.LastReasoning)
 		}
 		u.tr.Note(msg)
+	case "vim":
+		u.ed.SetVim(!u.ed.Vim())
+		if u.ed.Vim() {
+			u.tr.Note(u.st.Dim("vim mode on: esc for NORMAL, i to insert again (\"editorMode\": \"vim\" in settings keeps it on)"))
+		} else {
+			u.tr.Note(u.st.Dim("vim mode off"))
+		}
 	case "cost":
 		u.tr.Note(u.costReport())
 	case "status":

@@ -47,6 +47,7 @@ type Editor struct {
 	// the buffer as its name, [Image #n].
 	images []clipImage
 	search *histSearch // ctrl-r in progress
+	vim    vimState
 }
 
 // clipImage is an image pasted into the editor.
@@ -118,6 +119,7 @@ func (e *Editor) SetText(s string) {
 func (e *Editor) Reset() {
 	e.buf, e.pos, e.draft, e.pastes, e.images, e.search = nil, 0, nil, nil, nil, nil
 	e.histIdx = e.histLen()
+	e.vim = vimState{on: e.vim.on, lineKill: e.vim.lineKill} // each prompt starts in INSERT
 }
 
 // Expanded is the buffer with each collapsed paste's placeholder replaced
@@ -149,6 +151,11 @@ func (e *Editor) Handle(k Key) Action {
 	if e.search != nil {
 		act, done := e.searchKey(k)
 		if done {
+			return act
+		}
+	}
+	if e.vim.on {
+		if act, ok := e.vimKey(k); ok {
 			return act
 		}
 	}

@@ -13,7 +13,9 @@ import (
 // pieces, each owned by the part of the UI that knows its figure, so
 // features add a piece rather than rewrite the line:
 //
-//   - the permission mode comes first and is always there, whatever the
+//   - with the prompt's vim mode on, its mode (-- INSERT --, -- NORMAL --)
+//     comes first, since it decides what a letter does;
+//   - the permission mode comes next and is always there, whatever the
 //     state (a question open, a turn running, the transcript view), since
 //     it decides what runs without asking;
 //   - then the state's own text: the keys of an open question or of a
@@ -28,7 +30,7 @@ import (
 
 // statusLine is the footer, at most w columns wide.
 func (u *ui) statusLine(w int) string {
-	pieces := []string{u.modePiece()}
+	pieces := []string{u.vimPiece(), u.modePiece()}
 	switch {
 	case u.hint != "":
 		pieces = append(pieces, u.st.Warn(u.hint))
@@ -62,6 +64,18 @@ func (u *ui) statePieces() []string {
 		spent = u.tokensPiece() // a model without a price: its tokens
 	}
 	return []string{u.modelLabel(), u.contextPiece(), spent, u.sandboxPiece(), u.st.Dim(shortPath(u.cwd(), u.o.Env)), u.st.Dim("/help")}
+}
+
+// vimPiece names the prompt editor's vim mode when it is on, as vim
+// shows it; it comes first because it decides what a letter does.
+func (u *ui) vimPiece() string {
+	switch u.ed.VimMode() {
+	case "NORMAL":
+		return u.st.Accent("-- NORMAL --")
+	case "INSERT":
+		return u.st.Dim("-- INSERT --")
+	}
+	return ""
 }
 
 // modePiece names the permission mode; shift-tab cycles it.

@@ -231,6 +231,9 @@ func Run(ctx context.Context, o Options) error {
 		u.hist = LoadHistory("")
 	}
 	u.ed = NewEditor(u.hist)
+	if u.app.Config != nil && app.EditorModeKey.Get(u.app.Config) == "vim" {
+		u.ed.SetVim(true)
+	}
 
 	// Terminal modes.
 	if f, ok := o.In.(*os.File); ok && xterm.IsTerminal(int(f.Fd())) {
