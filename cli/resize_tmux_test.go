@@ -174,6 +174,9 @@ func TestResizeIsCleanInTmux(t *testing.T) {
 	settle(tt)
 	h := tt.history()
 	onceIn(t, "history after the view", h, "Finished: long two", "› talk slowly", "STREAM-END", "⏹ Interrupted")
+	if strings.Contains(h, "✻ Transcript") {
+		t.Fatalf("the view left lines in the inline history:\n%s", h)
+	}
 	tt.exit()
 }
 

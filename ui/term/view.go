@@ -312,10 +312,14 @@ func (u *ui) relayView() {
 	v.pages, v.width = pages, u.width()
 }
 
-// closeView leaves the transcript view: the inline UI is as it was.
+// closeView leaves the transcript view: the inline UI is as it was. The
+// alternate screen is erased first: tmux, leaving an alternate screen
+// whose width changed since it was entered, puts some of its top lines
+// into the main screen's scrollback (the view's header and first rows
+// showed up between the session's lines); erased, there is nothing to put.
 func (u *ui) closeView() {
 	u.view = nil
-	_, _ = io.WriteString(u.out, "\x1b[?1049l")
+	_, _ = io.WriteString(u.out, "\x1b[H\x1b[J\x1b[?1049l")
 }
 
 // viewEvent follows the session while the view is open.
