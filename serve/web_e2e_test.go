@@ -86,6 +86,8 @@ func (m *webModel) reply(req fakeanthropic.Request) fakeanthropic.Reply {
 	switch {
 	case strings.Contains(text, "CHILD-TASK"):
 		return fakeanthropic.Reply{ToolUses: []fakeanthropic.ToolUse{{ID: "toolu_childls", Name: "ls", Input: map[string]string{"path": m.dir}}}}
+	case strings.Contains(text, "please stream long"):
+		return fakeanthropic.Reply{Text: longAnswer, Chunks: 60, Hold: m.hold(&m.stream)}
 	case strings.Contains(text, "please stream"):
 		return fakeanthropic.Reply{Text: streamedAnswer, Chunks: 8, Hold: m.hold(&m.stream), InputTokens: 1200, OutputTokens: 300, CacheReadTokens: 3600}
 	case strings.Contains(text, "please edit"):
