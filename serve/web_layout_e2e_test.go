@@ -68,7 +68,8 @@ type layoutReport struct {
 // TestWebStreamNoLayoutShift: while a long Markdown answer streams, what is
 // already on the page stays where it is (no layout-shift entries, no
 // earlier element moving in the scrolled content), a reader at the bottom
-// stays at the bottom, and a reader who scrolled up is not moved.
+// stays at the bottom, and a reader who scrolled up is not moved while
+// the next answer streams.
 func TestWebStreamNoLayoutShift(t *testing.T) {
 	w := startWeb(t)
 	c := client.New(w.p.URL, w.token)
@@ -118,5 +119,31 @@ func TestWebStreamNoLayoutShift(t *testing.T) {
 	}
 	if n := p.Count(`#timeline .msg.assistant .codeblock, #timeline .msg.assistant table, #timeline .msg.assistant ul`); n < 3 {
 		t.Fatalf("the long answer's code block, table and list are not all rendered (%d)", n)
+	}
+
+	// Scrolled up: another answer streams (sent from elsewhere, over the
+	// API) and the reader's place does not move.
+	chrometest.Eval[bool](p, `(() => { const sc = document.querySelector('#scroller'); sc.scrollTop = 200; sc.dispatchEvent(new Event('scroll'));
+	  window.__probe.pin = false; window.__probe.tops = [];
+	  new MutationObserver(() => requestAnimationFrame(() => window.__probe.tops.push(sc.scrollTop)))
+	    .observe(document.querySelector('#timeline'), {subtree: true, childList: true, characterData: true});
+	  return true; })()`)
+	if _, err := c.Send(context.Background(), s.ID, "please stream long again"); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitFor(`document.querySelectorAll("#timeline .msg.assistant").length === 5 && document.querySelectorAll("#timeline .msg.assistant")[4].textContent.includes("LONG-END") && document.querySelector("#view-status").dataset.status !== "running"`)
+	chrometest.Eval[bool](p, `window.__probe.settled = false; requestAnimationFrame(() => requestAnimationFrame(() => { window.__probe.settled = true; })); true`)
+	p.WaitFor(`window.__probe.settled`)
+	tops := chrometest.Eval[[]float64](p, `window.__probe.tops`)
+	if len(tops) == 0 {
+		t.Fatal("no change of the timeline was seen while the second answer streamed")
+	}
+	for _, top := range tops {
+		if top < 199 || top > 201 {
+			t.Fatalf("the view moved from 200 while the reader was scrolled up: %v", tops)
+		}
+	}
+	if r := chrometest.Eval[layoutReport](p, `window.__probe`); len(r.Moved) > 0 {
+		t.Errorf("elements already shown moved while the second answer streamed: %v", r.Moved)
 	}
 }
