@@ -31,7 +31,7 @@ func newGlob(opts Options) tool.Tool {
 	info := tool.Info{
 		Name:        GlobName,
 		Description: desc,
-		Parameters:  schemaFor[globArgs](nil),
+		Parameters:  json.RawMessage(globSchema),
 		Kind:        tool.KindSearch,
 		ReadOnly:    true,
 		Concurrent:  true,

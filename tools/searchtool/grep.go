@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/dshq/dsh/search"
 	"github.com/dshq/dsh/tool"
 )
@@ -46,15 +44,10 @@ func newGrep(opts Options) tool.Tool {
 	info := tool.Info{
 		Name:        GrepName,
 		Description: desc,
-		Parameters: schemaFor[grepArgs](func(p map[string]*jsonschema.Schema) {
-			p["output_mode"].Enum = []any{string(search.FilesWithMatches), string(search.Content), string(search.Count)}
-			p["head_limit"].Description += fmt.Sprintf(" (default %d)", limit)
-			delete(p, "include")
-			nonNegative(p, "-A", "-B", "-C", "head_limit")
-		}),
-		Kind:       tool.KindSearch,
-		ReadOnly:   true,
-		Concurrent: true,
+		Parameters:  json.RawMessage(strings.Replace(grepSchema, "{limit}", strconv.Itoa(limit), 1)),
+		Kind:        tool.KindSearch,
+		ReadOnly:    true,
+		Concurrent:  true,
 	}
 	run := func(ctx context.Context, call tool.Call, a grepArgs) (tool.Result, error) {
 		o, err := a.options(limit, !opts.SkipHidden)

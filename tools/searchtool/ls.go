@@ -30,7 +30,7 @@ func newLS(opts Options) tool.Tool {
 			"{depth}", strconv.Itoa(cmp.Or(opts.ListDepth, search.DefaultListDepth)),
 			"{entries}", strconv.Itoa(cmp.Or(opts.ListEntries, search.DefaultListEntries)),
 			"{denied}", deniedNote(opts, "Entries that permission rules deny reading are left out (a directory with its contents); the output says how many.")),
-		Parameters: schemaFor[lsArgs](nil),
+		Parameters: json.RawMessage(lsSchema),
 		Kind:       tool.KindRead,
 		ReadOnly:   true,
 		Concurrent: true,

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-
-	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dshq/dsh/search"
 	"github.com/dshq/dsh/tool"
@@ -76,39 +73,19 @@ type presented struct {
 // PresentCall implements tool.CallPresenter.
 func (p presented) PresentCall(args json.RawMessage) *tool.View { return p.present(args) }
 
-// schemaFor infers A's JSON Schema and lets patch refine it (enums,
-// minimums). Extra properties are allowed: the tool layer ignores keys it
-// does not declare rather than failing a call over them.
-func schemaFor[A any](patch func(props map[string]*jsonschema.Schema)) json.RawMessage {
-	s, err := jsonschema.For[A](nil)
-	if err != nil {
-		panic(fmt.Sprintf("searchtool: schema: %v", err))
-	}
-	s.AdditionalProperties = nil
-	for _, p := range s.Properties {
-		// Optional pointer fields infer as ["null", T]; the model should
-		// omit them rather than send null.
-		if len(p.Types) == 2 && p.Types[0] == "null" {
-			p.Type, p.Types = p.Types[1], nil
-		}
-	}
-	if patch != nil {
-		patch(s.Properties)
-		s.PropertyOrder = slices.DeleteFunc(s.PropertyOrder, func(name string) bool { return s.Properties[name] == nil })
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("searchtool: schema: %v", err))
-	}
-	return b
-}
-
-func nonNegative(props map[string]*jsonschema.Schema, names ...string) {
-	zero := 0.0
-	for _, n := range names {
-		props[n].Minimum = &zero
-	}
-}
+// The tools' parameter schemas are written out rather than inferred
+// from the argument types at start-up: reflecting and marshalling them
+// cost about 0.8 ms of every dsh start (perf, issue 25), and the schemas
+// never change at run time. TestSchemasMatchTheArgumentTypes infers them
+// from globArgs, grepArgs and lsArgs (schemaFor) and fails when a type and
+// its literal part ways. Extra properties are allowed: the tool layer
+// ignores keys it does not declare rather than failing a call over them.
+const (
+	globSchema = `{"type":"object","properties":{"pattern":{"type":"string","description":"Glob pattern for file paths, e.g. **/*.go or src/**/*.{ts,tsx}"},"path":{"type":"string","description":"Directory to search in, absolute or relative to the working directory. Defaults to the working directory."}},"required":["pattern"]}`
+	// grepSchema's {limit} is the head_limit default.
+	grepSchema = `{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression (Go RE2 syntax) to search file contents for"},"path":{"type":"string","description":"File or directory to search, absolute or relative to the working directory. Defaults to the working directory."},"glob":{"type":"string","description":"Only search files matching this glob, e.g. *.go or *.{ts,tsx} or src/**/*.py; a leading ! excludes instead"},"output_mode":{"type":"string","description":"files_with_matches (default): paths of matching files; content: matching lines as path:line:text; count: matching lines per file","enum":["files_with_matches","content","count"]},"-i":{"type":"boolean","description":"Case-insensitive search"},"-n":{"type":"boolean","description":"Show line numbers in content mode (default true)"},"-A":{"type":"integer","description":"Lines of context after each match (content mode)","minimum":0},"-B":{"type":"integer","description":"Lines of context before each match (content mode)","minimum":0},"-C":{"type":"integer","description":"Lines of context before and after each match (content mode); -A and -B override it","minimum":0},"head_limit":{"type":"integer","description":"Report at most this many entries: files, or lines in content mode (default {limit})","minimum":0},"multiline":{"type":"boolean","description":"Let matches span lines; . then also matches a line break"}},"required":["pattern"]}`
+	lsSchema   = `{"type":"object","properties":{"path":{"type":"string","description":"Directory to list, absolute or relative to the working directory. Defaults to the working directory."},"ignore":{"type":"array","items":{"type":"string"},"description":"Glob patterns of names or paths to leave out, e.g. dist or **/*.snap"}}}`
+)
 
 // cwd is the directory relative paths resolve against: the session's
 // working directory, or the process's for calls made outside an agent.
