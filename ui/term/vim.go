@@ -5,9 +5,10 @@ import "unicode"
 // The prompt editor's optional vim mode ("editorMode": "vim" in settings,
 // or /vim for the session). It starts each prompt in INSERT, where keys
 // do what they do without vim mode; Esc switches to NORMAL, where letters
-// are commands: motions (h j k l w b e 0 ^ $ gg G), operators (d c y with
-// a motion, dd cc yy, D C), x, p P, u and ctrl-r (undo, redo), i a I A o
-// O, and counts (3w, 2dd, d2w). Enter sends from either mode. Esc in
+// are commands: motions (h j k l, backspace and space, w b e 0 ^ $ gg G),
+// operators (d c y with a motion, dd cc yy, D C), x, p P, u and ctrl-r
+// (undo, redo), i a I A o O, and counts (3w, 2dd, d2w); backspace moves
+// and deletes nothing, as in vim. Enter sends from either mode. Esc in
 // NORMAL is Esc as without vim mode (it interrupts a running turn, and
 // twice on an empty prompt opens the rewind picker), so a running turn
 // is interrupted by Esc Esc from INSERT. The other control keys (ctrl-c,
@@ -72,8 +73,12 @@ func (e *Editor) vimKey(k Key) (Action, bool) {
 		return ActNone, false
 	}
 	switch k.Kind {
-	case KeyRune:
-		v.pending = append(v.pending, k.Rune)
+	case KeyRune, KeyBackspace:
+		r := k.Rune
+		if k.Kind == KeyBackspace {
+			r = '\b' // a motion in NORMAL, as in vim: left, across lines
+		}
+		v.pending = append(v.pending, r)
 		if e.runNormal() {
 			v.pending = nil
 		}
@@ -248,6 +253,13 @@ func (e *Editor) motion(m rune, n int, forOp bool) (to int, inclusive, ok bool) 
 			end = max(e.lineStart(p), end-1)
 		}
 		return min(end, p+n), false, true
+	case '\b', ' ':
+		// Backspace and space are h and l that wrap across lines (vim's
+		// default whichwrap "b,s"); an operator takes the line break.
+		for range n {
+			p = e.wrapStep(p, m == ' ', forOp)
+		}
+		return p, false, true
 	case 'w':
 		for range n {
 			p = e.wordForward(p)
@@ -294,6 +306,33 @@ func (e *Editor) motion(m rune, n int, forOp bool) (to int, inclusive, ok bool) 
 		return p, false, true
 	}
 	return p, false, false
+}
+
+// wrapStep is one character right (or left) from p in NORMAL, onto the
+// next (or previous) line at its end; forOp stops on the line break
+// itself, so an operator takes it.
+func (e *Editor) wrapStep(p int, right, forOp bool) int {
+	if right {
+		end := e.lineEnd(p)
+		switch {
+		case forOp && p < len(e.buf):
+			return p + 1
+		case p+1 < end:
+			return p + 1
+		case end < len(e.buf):
+			return end + 1
+		}
+		return p
+	}
+	switch {
+	case p > e.lineStart(p):
+		return p - 1
+	case p == 0:
+		return 0
+	case forOp:
+		return p - 1
+	}
+	return max(e.lineStart(p-1), p-2)
 }
 
 // operate applies operator op (d, c, y) over motion m counted n times;

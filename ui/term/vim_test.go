@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// vimKeys turns a key script into keys: runes as typed, <esc>, <cr> and
-// <c-r> as those keys.
+// vimKeys turns a key script into keys: runes as typed, <esc>, <cr>,
+// <bs> and <c-r> as those keys.
 func vimKeys(script string) []Key {
 	var ks []Key
 	for script != "" {
@@ -15,6 +15,8 @@ func vimKeys(script string) []Key {
 			ks, script = append(ks, Key{Kind: KeyEsc}), script[len("<esc>"):]
 		case strings.HasPrefix(script, "<cr>"):
 			ks, script = append(ks, Key{Kind: KeyEnter}), script[len("<cr>"):]
+		case strings.HasPrefix(script, "<bs>"):
+			ks, script = append(ks, Key{Kind: KeyBackspace}), script[len("<bs>"):]
 		case strings.HasPrefix(script, "<c-r>"):
 			ks, script = append(ks, Key{Kind: KeyCtrlR}), script[len("<c-r>"):]
 		default:
@@ -83,6 +85,14 @@ func TestVimKeys(t *testing.T) {
 		{"A", "ab<esc>0Ac", "abc|", "INSERT"},
 		{"o", "ab\ncd<esc>kox", "ab\nx|\ncd", "INSERT"},
 		{"O", "ab\ncd<esc>Ox", "ab\nx|\ncd", "INSERT"},
+		{"backspace moves left and deletes nothing", "abc<esc><bs>", "a|bc", "NORMAL"},
+		{"counted backspace", "abcdef<esc>3<bs>", "ab|cdef", "NORMAL"},
+		{"backspace wraps to the line above", "ab\ncd<esc>0<bs>", "a|b\ncd", "NORMAL"},
+		{"backspace at the start stays", "ab<esc>0<bs>", "|ab", "NORMAL"},
+		{"d backspace deletes the character before", "abc<esc>d<bs>", "a|c", "NORMAL"},
+		{"space moves right", "abc<esc>0 ", "a|bc", "NORMAL"},
+		{"space wraps to the line below", "ab\ncd<esc>k$ ", "ab\n|cd", "NORMAL"},
+		{"backspace in insert still deletes", "abc<bs>", "ab|", "INSERT"},
 		{"esc cancels a pending command", "one two<esc>0d<esc>w", "one |two", "NORMAL"},
 		{"an unknown command does nothing", "one<esc>0Q", "|one", "NORMAL"},
 		{"a count alone waits", "one two<esc>02", "|one two", "NORMAL"},
