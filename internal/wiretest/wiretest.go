@@ -205,11 +205,43 @@ type Encoder func(*llm.Request) ([]byte, error)
 // not nil, adds what only one provider supports to each request.
 func Bodies(t *rapid.T, cached, whole Encoder, decorate func(*rapid.T, *llm.Request)) {
 	sessions := []*History{{}, {}}
+	var prev *llm.Request
 	for range rapid.IntRange(1, 16).Draw(t, "requests") {
 		s := rapid.IntRange(0, 1).Draw(t, "session")
 		h := sessions[s]
 		h.Change(t)
 		req := Request(t, []string{"s1", "s2"}[s], h.Msgs)
+		// An agent sends the same options and tool list at every step, so
+		// encoders may keep their encoding: they are reused as they were,
+		// or with a tool edited in place (which such a cache must notice),
+		// or drawn afresh.
+		if prev != nil && len(prev.Tools) > 0 {
+			tools := prev.Tools
+			switch rapid.IntRange(0, 3).Draw(t, "toolsReused") {
+			case 1:
+				req.Tools, req.Temperature, req.MaxTokens, req.Stop, req.ToolChoice = tools, prev.Temperature, prev.MaxTokens, prev.Stop, prev.ToolChoice
+			case 2:
+				k := rapid.IntRange(0, len(tools)-1).Draw(t, "toolEdited")
+				switch rapid.IntRange(0, 3).Draw(t, "toolEdit") {
+				case 0:
+					tools[k].Description += "!"
+				case 1:
+					tools[k].Name += "x"
+				case 2:
+					strict := rapid.Bool().Draw(t, "strict")
+					tools[k].Strict = &strict
+				case 3:
+					p := tools[k].Parameters
+					if i := bytes.IndexByte(p, 'o'); i >= 0 {
+						p[i] = 'O' // "object" becomes "Object", in the same memory
+					} else {
+						tools[k].Parameters = []byte(`{"type":"string"}`)
+					}
+				}
+				req.Tools, req.Temperature, req.MaxTokens, req.Stop, req.ToolChoice = tools, prev.Temperature, prev.MaxTokens, prev.Stop, prev.ToolChoice
+			}
+		}
+		prev = req
 		if decorate != nil {
 			decorate(t, req)
 		}

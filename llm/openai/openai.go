@@ -22,6 +22,7 @@ type Adapter struct {
 	client sse.Client
 	url    string
 	wire   llm.WireCache[encoded]
+	tails  tailCache
 }
 
 // New returns an adapter for cfg.

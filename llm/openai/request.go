@@ -138,15 +138,11 @@ type encoded struct {
 // what marshalling the whole request at once would write, built from the
 // session's cached message encodings plus the new messages.
 func (a *Adapter) RequestBody(req *llm.Request) ([]byte, error) {
-	w, err := a.fields(req)
+	tj, err := a.tail(req)
 	if err != nil {
 		return nil, err
 	}
 	hj, err := json.Marshal(head{Model: a.wireModel(req.Model)})
-	if err != nil {
-		return nil, err
-	}
-	tj, err := json.Marshal(w)
 	if err != nil {
 		return nil, err
 	}
