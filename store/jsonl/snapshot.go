@@ -166,33 +166,40 @@ func (b *Backend) LoadSnapshot(ctx context.Context, id session.ID) (*store.Store
 // findSeq finds the line of seq want in buf (whose first bytes are part of
 // an earlier line when partial). before reports that every complete line
 // found comes after want, so an earlier window may hold it.
+//
+// It walks the complete lines backwards from the window's end: a snapshot
+// is taken at a turn end, so its anchor is nearly always among the last few
+// lines, and parsing every event of a 256 KiB window forwards to reach it
+// cost the resume most of its time on logs of large tool results. Seqs only
+// rise along a log, so the first line seen below want proves it absent.
 func findSeq(buf []byte, partial bool, want int64) (at int, found, before bool) {
-	pos := 0
+	lo := 0
 	if partial {
 		k := bytes.IndexByte(buf, '\n')
 		if k < 0 {
 			return 0, false, true
 		}
-		pos = k + 1
+		lo = k + 1
 	}
-	before = true
-	for pos < len(buf) {
-		k := bytes.IndexByte(buf[pos:], '\n')
-		if k < 0 {
-			break
+	// end is just past the newline of the line being looked at; a
+	// trailing fragment without one is a torn line and never counts.
+	end := bytes.LastIndexByte(buf, '\n') + 1
+	for end > lo {
+		pos := lo
+		if k := bytes.LastIndexByte(buf[lo:end-1], '\n'); k >= 0 {
+			pos = lo + k + 1
 		}
-		if e, ok := eventjson.Parse(buf[pos : pos+k]); ok {
+		if e, ok := eventjson.Parse(buf[pos : end-1]); ok {
 			switch {
 			case e.Seq == want:
 				return pos, true, false
-			case e.Seq > want:
-				return 0, false, before
+			case e.Seq < want:
+				return 0, false, false
 			}
-			before = false
 		}
-		pos += k + 1
+		end = pos
 	}
-	return 0, false, before
+	return 0, false, true
 }
 
 // noteOffsets records the line offsets of the events from seq first on
