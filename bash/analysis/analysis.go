@@ -427,6 +427,7 @@ func (an *analyzer) simple(words []Word, text string, depth int) {
 		}
 		name := path.Base(cur.Words[0].Value)
 		args := cur.Words[1:]
+		wrappersOnce.Do(initWrappers)
 		if w, isWrapper := wrappers[name]; isWrapper {
 			u := w.unwrap(an, args, cmd.Text, depth)
 			if w.privileged && (u.ok || u.viaShell) && priv < 0 {

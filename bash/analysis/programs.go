@@ -3,6 +3,7 @@ package analysis
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // Access is what a program does with a file one of its arguments names.
@@ -123,7 +124,14 @@ var programs = map[string]*program{}
 // as commands.
 var plainPrograms = map[string]bool{}
 
-func init() {
+// programsOnce fills programs and plainPrograms on the first analysis, not
+// at start-up: a run that never analyses a command (dsh version, a prompt
+// before its first bash call) does not pay for building them.
+// (A sync.Once, not OnceFunc: initPrograms reaches examine, which waits on
+// it, and a variable initialised from it would be an initialisation cycle.)
+var programsOnce sync.Once
+
+func initPrograms() {
 	def := func(names string, p *program) {
 		for _, n := range strings.Fields(names) {
 			programs[n] = p
@@ -309,6 +317,7 @@ func (an *analyzer) examine(c *Command, v View, depth int) {
 	}
 	name := path.Base(v.Words[0].Value)
 	args := v.Words[1:]
+	programsOnce.Do(initPrograms)
 	prog := programs[name]
 	if prog == nil {
 		if !plainPrograms[name] {

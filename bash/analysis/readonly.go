@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Plan mode runs only commands known to change nothing. The list is
@@ -61,7 +62,10 @@ func positional(args []Word) int {
 
 var readOnlyCommands map[string]roCheck
 
-func init() {
+// loadReadOnly fills readOnlyCommands when a command is first checked.
+var loadReadOnly = sync.OnceFunc(initReadOnly)
+
+func initReadOnly() {
 	readOnlyCommands = map[string]roCheck{
 		"ls": always, "cat": always, "head": always, "tail": always, "wc": always, "pwd": always,
 		"echo": always, "printf": always, "which": always, "whereis": always, "type": always,
@@ -105,6 +109,7 @@ func readOnlyView(v View) bool {
 	if v.Words[0].Dynamic {
 		return false
 	}
+	loadReadOnly()
 	check, ok := readOnlyCommands[v.Words[0].Value]
 	return ok && check(v.Words[1:])
 }
@@ -113,7 +118,9 @@ func readOnlyView(v View) bool {
 // commands with line addresses ("1,20p", "$p", "10q") or a substitution
 // without the w and e flags; anything else (w file, e command, r file) is
 // not read-only.
-var sedScriptRE = regexp.MustCompile(`^(([0-9$,;!\s]|/[^/]*/)*[pdqnP=]?\s*;?\s*)+$|^s/[^/]*/[^/]*/[gpiI0-9]*$`)
+var sedScriptRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(([0-9$,;!\s]|/[^/]*/)*[pdqnP=]?\s*;?\s*)+$|^s/[^/]*/[^/]*/[gpiI0-9]*$`)
+})
 
 // sedLong are GNU sed's long options, and whether each takes a value
 // (--in-place's is optional, after "=" only).
@@ -136,7 +143,7 @@ func sedReadOnly(args []Word) bool {
 	operands := false
 	script := func(s string) bool {
 		scripts++
-		return sedScriptRE.MatchString(s)
+		return sedScriptRE().MatchString(s)
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -194,7 +201,7 @@ func sedReadOnly(args []Word) bool {
 		}
 	}
 	if scripts == 0 {
-		return operands && sedScriptRE.MatchString(first)
+		return operands && sedScriptRE().MatchString(first)
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package analysis
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -72,14 +73,14 @@ func (an *analyzer) varName(w Word, text string, sets bool) {
 	switch {
 	case w.Dynamic:
 		an.problem("%q names a variable only known at run time", text)
-	case !identRE.MatchString(w.Value):
+	case !identRE().MatchString(w.Value):
 		an.problem("%q names variable %s, which is not a plain identifier (bash evaluates a subscript in it as code)", text, quoteWord(w.Value))
 	case sets:
 		an.checkVar(w.Value)
 	}
 }
 
-func plainName(w Word) bool { return !w.Dynamic && identRE.MatchString(w.Value) }
+func plainName(w Word) bool { return !w.Dynamic && identRE().MatchString(w.Value) }
 
 // builtinOpts reads a builtin's options the way bash's getopt does:
 // clusters of letters, where a letter in valued takes the rest of the word,
@@ -155,7 +156,7 @@ func (an *analyzer) declWords(name string, args []Word, text string) {
 			if w.Value[0] == '-' && name != "export" && name != "readonly" && strings.ContainsAny(w.Value[1:], "ni") {
 				an.problem("%s %s: a nameref or integer variable makes later assignments impossible to follow", name, w.Value)
 			}
-		case identRE.MatchString(w.Value):
+		case identRE().MatchString(w.Value):
 			an.checkVar(w.Value)
 		case isAssignment(w.Value):
 			an.checkVar(assignName(w.Value))
@@ -220,7 +221,7 @@ func (an *analyzer) assign(a *syntax.Assign) {
 			an.problem("a declaration is only known at run time")
 		case strings.HasPrefix(w.Value, "-") || strings.HasPrefix(w.Value, "+"):
 			// An option: declOptions reads it.
-		case identRE.MatchString(w.Value):
+		case identRE().MatchString(w.Value):
 			an.checkVar(w.Value)
 		case isAssignment(w.Value):
 			an.checkVar(assignName(w.Value))
@@ -256,7 +257,9 @@ func (an *analyzer) declOptions(d *syntax.DeclClause) {
 	}
 }
 
-var numberRE = regexp.MustCompile(`^([0-9]+|0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+)$`)
+var numberRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9]+|0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+)$`)
+})
 
 // arith flags arithmetic on anything but numbers: bash evaluates the value
 // of a variable used in arithmetic as an expression, and an array subscript
@@ -269,7 +272,7 @@ func (an *analyzer) arith(x syntax.ArithmExpr) {
 	syntax.Walk(x, func(n syntax.Node) bool {
 		if w, ok := n.(*syntax.Word); ok {
 			lit := w.Lit()
-			if lit == "" || !numberRE.MatchString(lit) {
+			if lit == "" || !numberRE().MatchString(lit) {
 				bad = true
 			}
 			return false
@@ -296,7 +299,7 @@ func (an *analyzer) test(x syntax.TestExpr) {
 			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
 				for _, side := range []syntax.TestExpr{b.X, b.Y} {
 					if w, ok := side.(*syntax.Word); ok {
-						if lit := w.Lit(); lit == "" || !numberRE.MatchString(lit) {
+						if lit := w.Lit(); lit == "" || !numberRE().MatchString(lit) {
 							an.problem("arithmetic on values known only at run time (bash evaluates them as code)")
 						}
 					}

@@ -430,7 +430,7 @@ func (an *analyzer) collectTaint(f *syntax.File) {
 						switch {
 						case w.Dynamic:
 							an.taint.all = true
-						case identRE.MatchString(w.Value):
+						case identRE().MatchString(w.Value):
 							an.taint.add(w.Value)
 						}
 					}

@@ -3,6 +3,7 @@ package analysis
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // wrapper is the grammar of a program that runs another program named in
@@ -61,7 +62,11 @@ type unwrapped struct {
 // not a way around a deny rule: see [analyzer.unknownProgram].
 var wrappers map[string]wrapper
 
-func init() {
+// wrappersOnce fills wrappers when a command is first analysed (a Once for
+// the reason programsOnce is).
+var wrappersOnce sync.Once
+
+func initWrappers() {
 	sudo := wrapper{
 		short:      "-u -g -C -D -h -p -r -t -T -U -R",
 		long:       "--user --group --close-from --chdir --host --prompt --role --type --command-timeout --other-user --chroot",
@@ -473,12 +478,12 @@ func (an *analyzer) unwrapEnv(args []Word, text string) ([]Word, bool) {
 }
 
 var (
-	assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\+?=`)
-	identRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	assignRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\+?=`) })
+	identRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // isAssignment reports whether s reads as NAME=value or NAME+=value.
-func isAssignment(s string) bool { return assignRE.MatchString(s) }
+func isAssignment(s string) bool { return assignRE().MatchString(s) }
 
 // assignName is the variable an assignment word sets.
 func assignName(s string) string {

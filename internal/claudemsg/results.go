@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dshq/dsh/llm"
@@ -183,11 +184,11 @@ func bashStreams(text string, m bashMeta) (stdout, stderr string) {
 }
 
 // readLine is a numbered line of the read tool's output ("%6d\t" + text).
-var readLine = regexp.MustCompile(`^ *(\d+)\t(.*)$`)
+var readLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ *(\d+)\t(.*)$`) })
 
 var (
-	readTotal = regexp.MustCompile(`\(End of file - total (\d+) lines\)`)
-	readOf    = regexp.MustCompile(`\(Showing lines \d+-\d+ of (\d+)\.`)
+	readTotal = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(End of file - total (\d+) lines\)`) })
+	readOf    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(Showing lines \d+-\d+ of (\d+)\.`) })
 )
 
 // readResponse parses the read tool's envelope (<path>, <content> with
@@ -202,7 +203,7 @@ func readResponse(text, path string) map[string]any {
 	start := 0
 	footer := ""
 	for _, l := range strings.Split(body, "\n") {
-		if m := readLine.FindStringSubmatch(l); m != nil && footer == "" {
+		if m := readLine().FindStringSubmatch(l); m != nil && footer == "" {
 			if start == 0 {
 				start, _ = strconv.Atoi(m[1])
 			}
@@ -214,9 +215,9 @@ func readResponse(text, path string) map[string]any {
 		}
 	}
 	total := 0
-	if m := readTotal.FindStringSubmatch(footer); m != nil {
+	if m := readTotal().FindStringSubmatch(footer); m != nil {
 		total, _ = strconv.Atoi(m[1])
-	} else if m := readOf.FindStringSubmatch(footer); m != nil {
+	} else if m := readOf().FindStringSubmatch(footer); m != nil {
 		total, _ = strconv.Atoi(m[1])
 	} else if start > 0 {
 		total = start + len(lines) - 1
@@ -274,7 +275,7 @@ type Hunk struct {
 	Lines    []string `json:"lines"`
 }
 
-var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+var hunkHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`) })
 
 // StructuredPatch parses a unified diff into Claude Code's hunks (the
 // lines keep their " ", "-" or "+" prefix). It is empty, never nil, for no
@@ -282,7 +283,7 @@ var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@
 func StructuredPatch(unified string) []Hunk {
 	out := []Hunk{}
 	for _, l := range strings.Split(unified, "\n") {
-		if m := hunkHeader.FindStringSubmatch(l); m != nil {
+		if m := hunkHeader().FindStringSubmatch(l); m != nil {
 			n := func(s string) int {
 				if s == "" {
 					return 1
@@ -323,8 +324,8 @@ func globResponse(text, cwd string, d time.Duration) map[string]any {
 }
 
 var (
-	grepFound = regexp.MustCompile(`^Found (\d+) files?$`)
-	grepCount = regexp.MustCompile(`^Found (\d+) matching lines? across (\d+) files?$`)
+	grepFound = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Found (\d+) files?$`) })
+	grepCount = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Found (\d+) matching lines? across (\d+) files?$`) })
 )
 
 // grepResponse maps the grep tool's text onto Claude Code's Grep result.
@@ -345,7 +346,7 @@ func grepResponse(text, cwd, mode string) map[string]any {
 		matches, numFiles := 0, 0
 		var kept []string
 		for _, l := range lines {
-			if m := grepCount.FindStringSubmatch(l); m != nil {
+			if m := grepCount().FindStringSubmatch(l); m != nil {
 				matches, _ = strconv.Atoi(m[1])
 				numFiles, _ = strconv.Atoi(m[2])
 				continue
@@ -358,7 +359,7 @@ func grepResponse(text, cwd, mode string) map[string]any {
 	}
 	numFiles := 0
 	for _, l := range lines {
-		if m := grepFound.FindStringSubmatch(l); m != nil {
+		if m := grepFound().FindStringSubmatch(l); m != nil {
 			numFiles, _ = strconv.Atoi(m[1])
 			continue
 		}

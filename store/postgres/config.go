@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -127,10 +128,10 @@ func (c Config) Options() Options {
 	return Options{URL: c.URL, Schema: c.Schema, LeaseTTL: time.Duration(c.LeaseTTL), Host: c.Host, MaxConns: c.MaxConns}
 }
 
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
+var schemaName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`) })
 
 func checkSchema(s string) error {
-	if !schemaName.MatchString(s) {
+	if !schemaName().MatchString(s) {
 		return fmt.Errorf("postgres: schema %q: want lower-case letters, digits and underscores (at most 48, not starting with a digit)", s)
 	}
 	return nil
@@ -151,13 +152,13 @@ func Redact(conn string) string {
 		}
 		return u.String()
 	}
-	conn = urlPassword.ReplaceAllString(conn, "${1}xxxxx@")
-	return kvPassword.ReplaceAllString(conn, "${1}xxxxx")
+	conn = urlPassword().ReplaceAllString(conn, "${1}xxxxx@")
+	return kvPassword().ReplaceAllString(conn, "${1}xxxxx")
 }
 
 var (
-	kvPassword  = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
-	urlPassword = regexp.MustCompile(`(://[^:/@]*:)[^@]*@`)
+	kvPassword  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`) })
+	urlPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(://[^:/@]*:)[^@]*@`) })
 )
 
 // secretScrubber removes the connection's password from error texts: the
