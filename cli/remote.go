@@ -9,10 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/serve/client"
 	"github.com/dshq/dsh/serve/remote"
 	"github.com/dshq/dsh/session"
+	"github.com/dshq/dsh/settings"
 	"github.com/dshq/dsh/ui/term"
 )
 
@@ -158,12 +160,31 @@ func newRemoteAttachCmd(stdio IO, rf *remoteFlags) *cobra.Command {
 			if err != nil {
 				return remoteErr(ctx, err)
 			}
+			vim, err := userEditorVim(stdio)
+			if err != nil {
+				return err
+			}
 			return term.Attach(ctx, term.AttachOptions{
-				In: stdio.In, Out: stdio.Out, Env: stdio.Env, Version: Version,
+				In: stdio.In, Out: stdio.Out, Env: stdio.Env, Version: Version, Vim: vim,
 				Remote: remote.Session{Client: c, ID: s.ID}, ID: s.ID, Cwd: s.Workspace, Model: s.Model,
 			})
 		},
 	}
+}
+
+// userEditorVim reads "editorMode" from the user's settings (the session's
+// project is the server's, not this machine's): the attached prompt edits
+// as the local one does.
+func userEditorVim(stdio IO) (bool, error) {
+	h, err := home(stdio.Env)
+	if err != nil {
+		return false, usageErr("%v", err)
+	}
+	cfg, err := settings.Load(settings.Input{Paths: settings.Paths{Home: h}, Schema: app.Schema()})
+	if err != nil {
+		return false, err
+	}
+	return app.EditorModeKey.Get(cfg) == "vim", nil
 }
 
 // remoteErr is the exit of a request the server refused.

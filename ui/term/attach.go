@@ -50,6 +50,9 @@ type AttachOptions struct {
 	Env           func(string) string
 	NoColor       bool
 	Version       string
+	// Vim turns the prompt editor's vim mode on ("editorMode": "vim" in
+	// the user's settings), as in the local terminal.
+	Vim bool
 }
 
 // Messages of the attached UI's goroutine.
@@ -92,6 +95,10 @@ type attached struct {
 	frame     int
 	err       error // why the stream ended
 	quit      bool
+	// jc suspends on ctrl-z (nil: not a terminal); nothing is drawn while
+	// suspended, as in the local terminal ([ui.suspend]).
+	jc        *jobControl
+	suspended bool
 }
 
 // Attach shows a remote session in the terminal until the user detaches
@@ -108,12 +115,15 @@ func Attach(ctx context.Context, o AttachOptions) error {
 	a.scr.Sync = true
 	noTools := func(string) (tool.Tool, bool) { return nil, false }
 	a.tr = NewTranscript(a.st, newMarkdown(plain, o.Env), noTools, func() int { return a.width() })
+	a.ed.SetVim(o.Vim)
 	if f, ok := o.In.(*os.File); ok && xterm.IsTerminal(int(f.Fd())) {
 		old, err := xterm.MakeRaw(int(f.Fd()))
 		if err != nil {
 			return fmt.Errorf("term: raw mode: %w", err)
 		}
 		defer func() { _ = xterm.Restore(int(f.Fd()), old) }()
+		a.jc = newJobControl(f, old, func() { a.q.push(contMsg{}) })
+		defer a.jc.stop()
 	}
 	stopResize := notifyResize(func() { a.q.push(resizeMsg{}) })
 	defer stopResize()
@@ -125,6 +135,15 @@ func Attach(ctx context.Context, o AttachOptions) error {
 			n, err := o.In.Read(buf)
 			if n > 0 {
 				a.q.push(inputMsg{b: append([]byte(nil), buf[:n]...)})
+			}
+			if err != nil && a.jc != nil && a.jc.backgroundRead(err) {
+				// Stopped and continued in the background: wait for fg.
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
 			}
 			if err != nil {
 				a.q.push(inputEnd{err: err})
@@ -205,6 +224,8 @@ func (a *attached) handle(m any) {
 		a.keys(a.dec.Flush())
 		a.quit = true
 	case resizeMsg:
+	case contMsg:
+		a.continued()
 	}
 }
 
@@ -256,6 +277,10 @@ func (a *attached) keys(ks []Key) {
 		if a.quit {
 			return
 		}
+		if k.Kind == KeyCtrlZ {
+			a.suspend() // an open question waits, as it was, for fg
+			continue
+		}
 		if len(a.questions) > 0 && (a.reasonEd != nil || a.ed.Text() == "" || k.Kind == KeyEsc) {
 			a.answerKey(k)
 			continue
@@ -300,6 +325,11 @@ func (a *attached) answerKey(k Key) {
 }
 
 func (a *attached) editorKey(k Key) {
+	if k.Kind == KeyCtrlV {
+		// The server's messages are text: an image cannot go with them.
+		a.tr.Note(a.st.Warn("ctrl-v: images cannot be sent to a session attached over dsh serve (its messages are text); attach them in a local session"))
+		return
+	}
 	switch a.ed.Handle(k) {
 	case ActSubmit:
 		text := a.ed.Expanded()
@@ -343,7 +373,55 @@ func (a *attached) interrupt() {
 
 func (a *attached) setHint(s string) { a.hint, a.hintUntil = s, time.Now().Add(2*time.Second) }
 
+// suspend is ctrl-z: the committed output printed, the live region
+// erased and the terminal handed back, then the process group stopped;
+// [attached.continued] takes the terminal again. The session goes on in
+// the server meanwhile, and its events wait in the queue.
+func (a *attached) suspend() {
+	switch {
+	case a.suspended:
+		return
+	case a.jc == nil:
+		a.setHint("ctrl-z: not a terminal, nothing to suspend")
+		return
+	case !a.jc.available():
+		a.setHint("ctrl-z: the shell that started dsh has no job control")
+		return
+	}
+	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), nil, -1, 0, a.width(), a.height()))
+	_, _ = io.WriteString(a.out, a.scr.Clear())
+	a.suspended = true
+	if err := a.jc.suspend(a.out); err != nil {
+		a.suspended = false
+		_, _ = a.jc.resume(a.out)
+		a.scr.Reset()
+		a.setHint(err.Error())
+	}
+}
+
+// continued answers SIGCONT as [ui.continued] does.
+func (a *attached) continued() {
+	if a.jc == nil {
+		return
+	}
+	ok, err := a.jc.resume(a.out)
+	if err != nil {
+		a.setHint(err.Error())
+	}
+	switch {
+	case !ok:
+	case a.suspended:
+		a.suspended = false
+		a.scr.Reset()
+	default:
+		_, _ = io.WriteString(a.out, a.scr.Clear()) // a stop from elsewhere
+	}
+}
+
 func (a *attached) draw() {
+	if a.suspended {
+		return // the shell owns the screen
+	}
 	w := a.width()
 	live, crow, ccol := a.liveRows(w)
 	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), live, crow, ccol, a.width(), a.height()))
@@ -377,6 +455,12 @@ func (a *attached) liveRows(w int) (rows []string, crow, ccol int) {
 		rows = append(rows, in...)
 	}
 	status := a.st.Dim("remote " + string(a.o.ID) + " · enter sends (steers while a turn runs) · ctrl-d detaches")
+	switch a.ed.VimMode() {
+	case "NORMAL":
+		status = a.st.Accent("-- NORMAL --") + "  " + status
+	case "INSERT":
+		status = a.st.Dim("-- INSERT --") + "  " + status
+	}
 	if a.hint != "" && time.Now().Before(a.hintUntil) {
 		status = a.st.Warn(a.hint)
 	}
