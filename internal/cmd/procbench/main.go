@@ -34,7 +34,12 @@ func main() {
 	bigChunk := flag.Int("chunk", 0, "also measure an answer streamed as one text chunk of this many bytes")
 	flat := flag.Int("flat", 0, "instead, run one task of this many tool steps and compare dsh's CPU per step early and late in it")
 	output := flag.Int("output", 20*1024, "with -flat, bytes each step's command prints")
+	start := flag.Bool("start", false, "instead, measure only the start to a ready prompt of each binary in the comma-separated -dsh list, alternating them run by run")
 	flag.Parse()
+	if *start {
+		startRun(strings.Split(*bin, ","), *runs)
+		return
+	}
 	if *flat > 0 {
 		flatRun(*bin, *flat, *output)
 		return
@@ -217,4 +222,79 @@ func procCPU(pid int) time.Duration {
 	fmt.Sscan(f[11], &ut)
 	fmt.Sscan(f[12], &st)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// startRun measures the start of interactive dsh to a ready prompt (then
+// exit) for each binary, one run of each in turn so that a change in the
+// machine's load falls on all of them alike. Besides the wall time it
+// reports the CPU the process used (user+system), its page faults and peak
+// RSS, and how many garbage collections the runtime ran before the prompt
+// (GODEBUG=gctrace=1 lines on stderr): on a loaded machine the wall time
+// mostly measures the queue for a core, and the CPU time is the steadier
+// figure.
+func startRun(bins []string, runs int) {
+	home, _ := os.MkdirTemp("", "procbench-home-")
+	work, _ := os.MkdirTemp("", "procbench-work-")
+	defer os.RemoveAll(home)
+	defer os.RemoveAll(work)
+	type sample struct {
+		wall, cpu   time.Duration
+		faults, rss int64
+		gcs         int
+	}
+	one := func(bin string) sample {
+		cmd := exec.Command(bin)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL=http://127.0.0.1:9",
+			"DSH_MODEL=deepseek/deepseek-chat", "TERM=dumb", "DSH_BENCH_EXIT_READY=1", "GODEBUG=gctrace=1")
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		t := time.Now()
+		err := cmd.Run()
+		wall := time.Since(t)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "procbench: %s: %v\n%s", bin, err, stderr.Bytes())
+			os.Exit(1)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		gcs := 0
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] == "gc" && strings.HasPrefix(f[2], "@") {
+				gcs++
+			}
+		}
+		return sample{wall, time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt + ru.Majflt, ru.Maxrss, gcs}
+	}
+	for _, b := range bins {
+		one(b) // warm the page cache
+	}
+	all := make([][]sample, len(bins))
+	for range runs {
+		for i, b := range bins {
+			all[i] = append(all[i], one(b))
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("%d runs each, alternating; load average after: %s", runs, load)
+	for i, b := range bins {
+		s := all[i]
+		med := func(get func(sample) int64) int64 {
+			v := make([]int64, len(s))
+			for j := range s {
+				v[j] = get(s[j])
+			}
+			sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
+			return v[len(v)/2]
+		}
+		withGC := 0
+		for _, x := range s {
+			if x.gcs > 0 {
+				withGC++
+			}
+		}
+		fmt.Printf("%s: start to a ready prompt median %v, CPU median %v, page faults %d, peak RSS %.1f MiB, runs with a GC before the prompt %d/%d\n",
+			b, time.Duration(med(func(x sample) int64 { return int64(x.wall) })).Round(10*time.Microsecond),
+			time.Duration(med(func(x sample) int64 { return int64(x.cpu) })).Round(10*time.Microsecond),
+			med(func(x sample) int64 { return x.faults }), float64(med(func(x sample) int64 { return x.rss }))/1024, withGC, len(s))
+	}
 }
