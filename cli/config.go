@@ -47,16 +47,16 @@ func (f *configFlags) register(fl *pflag.FlagSet, acp bool) {
 	}
 	fl.StringVar(&f.model, "model", "", modelHelp)
 	fl.StringVar(&f.permissionMode, "permission-mode", "", "starting permission mode: "+permission.ModeNames())
-	fl.StringArrayVar(&f.allowedTools, "allowedTools", nil, "permission rules that allow without asking (e.g. \"Read Bash(git diff:*)\")")
-	fl.StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "permission rules that deny (e.g. \"Bash(rm:*)\")")
+	stringArrayVar(fl, &f.allowedTools, "allowedTools", "permission rules that allow without asking (e.g. \"Read Bash(git diff:*)\")")
+	stringArrayVar(fl, &f.disallowedTools, "disallowedTools", "permission rules that deny (e.g. \"Bash(rm:*)\")")
 	fl.StringVar(&f.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "the most model calls (steps) one turn may make; Claude Code's name for a step limit")
 	fl.StringVar(&f.settingsFile, "settings", "", "an extra settings file, applied last")
-	fl.StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories the tools may use")
+	stringSliceVar(fl, &f.addDirs, "add-dir", "additional directories the tools may use")
 	fl.BoolVar(&f.trust, "trust", false, trustHelp)
 	fl.BoolVar(&f.verbose, "verbose", false, "log debug details to the log file")
 	fl.BoolVar(&f.strictMCP, "strict-mcp-config", false, "use only the MCP servers given for this run (--mcp-config, or an editor's), none from settings files or .mcp.json")
-	fl.StringArrayVar(&f.pluginDirs, "plugin-dir", nil, "a Claude Code plugin directory (.claude-plugin/plugin.json and its commands, skills, agents, hooks, .mcp.json) to use in this run")
+	stringArrayVar(fl, &f.pluginDirs, "plugin-dir", "a Claude Code plugin directory (.claude-plugin/plugin.json and its commands, skills, agents, hooks, .mcp.json) to use in this run")
 	fl.StringVar(&f.sandbox, "sandbox", "", "sandbox mode of bash commands: read-only, workspace-write (the default) or danger-full-access")
 }
 

@@ -51,7 +51,7 @@ func (h *headlessFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&h.sessionID, "session-id", "", "the id of the new session (a UUID you choose)")
 	fl.BoolVar(&h.forkSession, "fork-session", false, "with --resume or --continue: continue in a new session, leaving the original as it was")
 	fl.StringVar(&h.systemPrompt, "system-prompt", "", "replace dsh's system prompt with this text (headless)")
-	fl.StringArrayVar(&h.mcpConfig, "mcp-config", nil, "MCP servers from JSON files or strings ({\"mcpServers\": {...}}), added to the configured ones")
+	stringArrayVar(fl, &h.mcpConfig, "mcp-config", "MCP servers from JSON files or strings ({\"mcpServers\": {...}}), added to the configured ones")
 	fl.BoolVar(&h.skipPermissions, "dangerously-skip-permissions", false, "run every tool without asking (permission mode bypassPermissions)")
 	fl.BoolVar(&h.allowSkipPermissions, "allow-dangerously-skip-permissions", false, "allow switching to bypassPermissions later in the session")
 	fl.Float64Var(&h.maxBudgetUSD, "max-budget-usd", 0, "stop a turn once its estimated cost passes this many dollars")

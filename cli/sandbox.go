@@ -54,9 +54,9 @@ func newSandboxCmd(stdio IO) *cobra.Command {
 	for _, c := range []*cobra.Command{status, explain} {
 		c.Flags().StringVar(&f.settingsFile, "settings", "", "an extra settings file, applied last")
 		c.Flags().StringVar(&f.sandbox, "sandbox", "", "the sandbox mode to report on")
-		c.Flags().StringArrayVar(&f.allowedTools, "allowedTools", nil, "permission rules that allow")
-		c.Flags().StringArrayVar(&f.disallowedTools, "disallowedTools", nil, "permission rules that deny")
-		c.Flags().StringSliceVar(&f.addDirs, "add-dir", nil, "additional directories")
+		stringArrayVar(c.Flags(), &f.allowedTools, "allowedTools", "permission rules that allow")
+		stringArrayVar(c.Flags(), &f.disallowedTools, "disallowedTools", "permission rules that deny")
+		stringSliceVar(c.Flags(), &f.addDirs, "add-dir", "additional directories")
 	}
 	explain.Flags().StringVar(&f.permissionMode, "permission-mode", "", "the permission mode to decide in: "+permission.ModeNames())
 	cmd.AddCommand(status, explain)

@@ -94,8 +94,8 @@ run background runs (POST /v1/runs) from one queue.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:7878", "address to listen on (host:port; port 0 picks one, printed on stderr)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
-	fl.StringArrayVar(&f.roots, "root", nil, "a directory sessions may work in, or under (repeatable; default: the current directory)")
-	fl.StringArrayVar(&f.cors, "cors-origin", nil, "an origin browsers may call the API from (repeatable; default: none, CORS off)")
+	stringArrayVar(fl, &f.roots, "root", "a directory sessions may work in, or under (repeatable; default: the current directory)")
+	stringArrayVar(fl, &f.cors, "cors-origin", "an origin browsers may call the API from (repeatable; default: none, CORS off)")
 	fl.Float64Var(&f.rate, "rate", 50, "requests per second each token may make")
 	fl.IntVar(&f.burst, "burst", 100, "requests a token may make at once above --rate")
 	fl.StringVar(&f.maxBody, "max-request", "1MiB", "the largest request body")
@@ -379,7 +379,7 @@ func newServeTokenCmd(stdio IO) *cobra.Command {
 		},
 	}
 	create.Flags().BoolVar(&readOnly, "read-only", false, "the token may only read (list, get, stream), never act")
-	create.Flags().StringArrayVar(&workspaces, "workspace", nil, "a directory the token is limited to (repeatable; default: every root)")
+	stringArrayVar(create.Flags(), &workspaces, "workspace", "a directory the token is limited to (repeatable; default: every root)")
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "revoke a token (by name or id); a running server refuses it from its next request",

@@ -2,6 +2,7 @@ package skills
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -145,11 +146,19 @@ type skillArgs struct {
 	Command string `json:"command,omitempty" jsonschema:"the skill's name (older spelling of skill)"`
 }
 
+// skillSchema is skillArgs' JSON Schema, written out rather than inferred:
+// inferring and marshalling it by reflection at every start was 120 KB of
+// the start's allocations, which with the rest pushed a start past the
+// runtime's first heap goal into a collection before the prompt
+// (docs/benchmarks.md, start-up). TestSchemaMatchesTheArgumentType fails
+// when the two part.
+const skillSchema = `{"type":"object","properties":{"skill":{"type":"string","description":"the name of the skill to load, as the Skills list names it"},"command":{"type":"string","description":"the skill's name (older spelling of skill)"}},"additionalProperties":false}`
+
 const toolDescription = `Load a skill: its instructions for a kind of task, which you then follow.
 The system prompt lists the skills available here, each with a description. When the user's task matches one, call this tool with its name before doing the task, and follow what it says. Its supporting files (scripts, templates, references) are in the skill's folder: read or run them with the ordinary tools. A skill's allowed tools are allowed for the rest of this turn.`
 
 func (s *Skills) tool() tool.Tool {
-	info := tool.Info{Name: ToolName, Description: toolDescription, Kind: tool.KindRead, ReadOnly: true, Concurrent: true}
+	info := tool.Info{Name: ToolName, Description: toolDescription, Parameters: json.RawMessage(skillSchema), Kind: tool.KindRead, ReadOnly: true, Concurrent: true}
 	return tool.Func(info, func(ctx context.Context, call tool.Call, a skillArgs) (tool.Result, error) {
 		name := strings.TrimSpace(a.Skill)
 		if name == "" {

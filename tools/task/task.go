@@ -31,6 +31,13 @@ type args struct {
 	SubagentType string `json:"subagent_type,omitempty" jsonschema:"name of a custom agent to use (optional)"`
 }
 
+// argsSchema is args' JSON Schema, written out rather than inferred:
+// inferring and marshalling it by reflection at every start was 180 KB of
+// the start's allocations, enough to push a start past the runtime's first
+// heap goal and into a collection before the prompt (docs/benchmarks.md,
+// start-up). TestSchemaMatchesTheArgumentType fails when the two part.
+const argsSchema = `{"type":"object","properties":{"description":{"type":"string","description":"a 3-5 word label for the task"},"prompt":{"type":"string","description":"the complete, self-contained task for the child agent"},"subagent_type":{"type":"string","description":"name of a custom agent to use (optional)"}},"required":["description","prompt"],"additionalProperties":false}`
+
 // Tool returns the delegation tool for provider, named name.
 func Tool(name, provider string, svc *subagent.Service, agents *agent.Registry, defs []subagent.Definition) tool.Tool {
 	desc := taskDescription
@@ -46,7 +53,7 @@ func Tool(name, provider string, svc *subagent.Service, agents *agent.Registry, 
 		}
 		desc = b.String()
 	}
-	return presented{tool.Func(tool.Info{Name: name, Description: desc, Kind: tool.KindOther, Concurrent: true},
+	return presented{tool.Func(tool.Info{Name: name, Description: desc, Parameters: json.RawMessage(argsSchema), Kind: tool.KindOther, Concurrent: true},
 		func(ctx context.Context, call tool.Call, a args) (tool.Result, error) {
 			parent := subagent.Host(agents, call.Host)
 			if parent == nil {
