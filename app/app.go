@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/dshq/dsh/doctor"
 	"github.com/dshq/dsh/hooks"
 	"github.com/dshq/dsh/hooks/transcript"
+	"github.com/dshq/dsh/internal/redact"
 	"github.com/dshq/dsh/llm/pricing"
 	"github.com/dshq/dsh/llm/providers"
 	"github.com/dshq/dsh/mcp"
@@ -32,6 +34,7 @@ import (
 	"github.com/dshq/dsh/skills"
 	"github.com/dshq/dsh/store"
 	"github.com/dshq/dsh/store/backends"
+	"github.com/dshq/dsh/store/postgres"
 	"github.com/dshq/dsh/subagent"
 	"github.com/dshq/dsh/tool"
 )
@@ -120,7 +123,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if !filepath.IsAbs(o.Site.Cwd) {
 		return nil, fmt.Errorf("app: working directory must be absolute, got %q", o.Site.Cwd)
 	}
-	h, err := core.New(core.Options{Logger: o.Logger, Clock: o.Now, Invariants: o.Invariants, Site: o.Site})
+	h, err := core.New(core.Options{Logger: o.Logger, Clock: o.Now, Invariants: o.Invariants, Site: o.Site,
+		Secrets: configSecrets(o.Config)})
 	if err != nil {
 		return nil, err
 	}
@@ -299,4 +303,21 @@ func settingsFindings(c *settings.Config) []doctor.Finding {
 		out = append(out, doctor.Finding{Severity: doctor.Info, Subject: n.Path, Message: "unknown key ignored: " + n.Text})
 	}
 	return out
+}
+
+// configSecrets are the secrets the settings name beyond the environment's
+// credential-named variables, for the host's redaction: the variables a
+// provider reads its key from under any name (a custom apiKeyEnv, a
+// header's variables), the "env" setting's credential-named entries (given
+// to every command), and the password of the configured database URL.
+func configSecrets(c *settings.Config) []string {
+	out := redact.EnvValues(os.Environ(), providers.SecretEnvNames(providers.FromSettings(c))...)
+	var env []string
+	for k, v := range EnvKey.Get(c) {
+		env = append(env, k+"="+v)
+	}
+	if u := postgres.Key.Get(c).URL; u != "" {
+		env = append(env, "DATABASE_URL="+u)
+	}
+	return append(out, redact.EnvValues(env)...)
 }

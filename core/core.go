@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
 	"sync"
 	"time"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/internal/redact"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/loop"
@@ -33,6 +35,9 @@ type Options struct {
 	// Site is where the application runs (directories, environment,
 	// trust); plugins read it from [Host.Site].
 	Site Site
+	// Secrets are values known to be secret beyond those of the process
+	// environment (which are always known; see [Host.Secrets]).
+	Secrets []string
 }
 
 // Host is a running spine.
@@ -49,6 +54,12 @@ type Host struct {
 	Site Site
 	// Now is the host's clock (Options.Clock, else time.Now).
 	Now func() time.Time
+	// Secrets are the values every session of the host scrubs from each
+	// event before it is appended: the process environment's credentials
+	// (redact.EnvValues) from the start, and whatever plugins Add as they
+	// read secrets from settings. Nothing can append around it, so no
+	// front door, tool or plugin records a known secret.
+	Secrets *redact.Set
 
 	mu        sync.Mutex
 	provided  map[reflect.Type]any // Provide, Need, Lookup
@@ -74,8 +85,10 @@ func New(opts Options) (*Host, error) {
 		Logger:   opts.Logger,
 		Site:     opts.Site,
 		Now:      opts.Clock,
+		Secrets:  redact.NewSet(append(redact.EnvValues(os.Environ()), opts.Secrets...)...),
 		provided: map[reflect.Type]any{},
 	}
+	h.Sessions.Redact = h.Secrets
 	if h.Now == nil {
 		h.Now = time.Now
 	}

@@ -33,6 +33,9 @@ type Live struct {
 	Appended *kernel.Signal[Appended]
 	// Flush is the durability checkpoint: backends write what they buffered.
 	Flush *kernel.Parallel[*Session]
+	// Redact is given to every session Prepare builds without its own
+	// (see [Options.Redact]); set it before the first session.
+	Redact Redactor
 }
 
 // NewLive returns an empty set. clock may be nil.
@@ -66,6 +69,9 @@ func (st *Live) Prepare(id ID, opts Options) (*Session, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = st.clock
+	}
+	if opts.Redact == nil {
+		opts.Redact = st.Redact
 	}
 	opts.Header.ID = id
 	return New(id, opts)

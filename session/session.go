@@ -35,6 +35,7 @@ type Session struct {
 	id     ID
 	header Header
 	clock  func() time.Time
+	redact Redactor
 
 	mu sync.Mutex
 	// segs holds the log in fixed-size segments (see segmentSize): every
@@ -106,6 +107,26 @@ type Options struct {
 	// snapshot is an error wrapping [ErrSnapshot].
 	Snapshot *Snapshot
 	Clock    func() time.Time
+	// Redact, when set, removes secrets from every event before it is
+	// appended (see [Redactor]); [Live] sets its own on the sessions it
+	// prepares. The seed is taken as it is.
+	Redact Redactor
+}
+
+// Redactor removes secrets from an event's payload. JSON returns the
+// payload with every secret it knows replaced (a valid JSON text of the
+// same shape) and whether anything was; it returns data itself when
+// nothing was. *redact.Set is the implementation dsh installs: the values
+// the process knows to be secret (its environment's credentials, the
+// configured keys and database URLs).
+//
+// It is applied to every append, whatever appends it (the loop's tool
+// results, MCP results, hook context, the front doors' user messages and
+// shell-mode output, a plugin's own events): what the log holds is what
+// every reader of the log gets — the model's next request, the stores,
+// live listeners, the API and the web UI, traces.
+type Redactor interface {
+	JSON(data []byte) ([]byte, bool)
 }
 
 // New returns a session. The header's ID wins over id when set.
@@ -124,7 +145,7 @@ func New(id ID, opts Options) (*Session, error) {
 	if h.Version != FormatVersion {
 		return nil, fmt.Errorf("session: unsupported format version %d (only %d)", h.Version, FormatVersion)
 	}
-	s := &Session{id: h.ID, header: h, clock: clock}
+	s := &Session{id: h.ID, header: h, clock: clock, redact: opts.Redact}
 	if opts.Snapshot != nil {
 		if err := s.restore(opts.Snapshot); err != nil {
 			return nil, err
@@ -559,6 +580,14 @@ func (s *Session) appendCond(ctx context.Context, cond func(TurnState) bool, typ
 
 // appendRaw pushes an encoded event and delivers notifications.
 func (s *Session) appendRaw(ctx context.Context, cond func(TurnState) bool, typ string, raw json.RawMessage, op *SurfaceOp, sources []int64, msg *llm.Message) (Event, error) {
+	if s.redact != nil {
+		if out, changed := s.redact.JSON(raw); changed {
+			// The typed message cached for derivation holds the secret:
+			// derive from the scrubbed payload instead, so the model's
+			// next request reads what the log does.
+			raw, msg = out, nil
+		}
+	}
 	ev := Event{Type: typ, Time: s.clock().UnixMilli(), Data: raw, SurfaceOp: op, msg: msg}
 	if sources != nil {
 		ev.SourceEventSeqs = append([]int64(nil), sources...)

@@ -13,6 +13,8 @@
 package redact
 
 import (
+	"bytes"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -68,6 +70,9 @@ var patterns = sync.OnceValue(func() []pattern {
 type Scrubber struct {
 	values []string // longest first, so a value containing another goes whole
 	repl   *strings.Replacer
+
+	once   sync.Once
+	needle [][]byte // see needles
 }
 
 // New returns a scrubber for these known secret values (shorter than
@@ -92,16 +97,100 @@ func New(values ...string) *Scrubber {
 	return s
 }
 
-// secretName reports whether an environment variable's name says its value
-// is a secret.
-func secretName(name string) bool {
-	n := strings.ToUpper(name)
-	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE", "DATABASE_URL", "_DSN", "COOKIE", "SESSION"} {
-		if strings.Contains(n, w) {
+// credentialWords mark environment variable names that likely hold
+// credentials. Matching is by substring of the upper-cased name, so it is
+// deliberately broad (MONKEY goes too): a command that needs such a value
+// gets it through an explicit ExecRequest.Env from a trusted caller, never by
+// inheriting dsh's own API keys.
+var credentialWords = []string{
+	"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
+	"PRIVATE", "COOKIE",
+}
+
+// credentialTokens are shorter marks that would hit harmless names as
+// substrings (PASSIVE, AUTHOR, PATH, COMPASS), so they must be a whole
+// '_'-separated part of the name: DB_PASS, MYSQL_PWD, GITHUB_PAT,
+// NPM_CONFIG__AUTH, HTTP_AUTHORIZATION.
+var credentialTokens = []string{"PASS", "PWD", "PAT", "AUTH", "AUTHN", "AUTHZ", "AUTHORIZATION"}
+
+// credentialSuffixes mark a part of the name that ends in them: OAUTH,
+// BASICAUTH, DBPWD.
+var credentialSuffixes = []string{"AUTH", "PWD"}
+
+// notCredentials are names the marks above would drop that hold no secret:
+// the working directories, and the ssh agent's socket (a capability the
+// user's git over ssh needs, not a value that can leak).
+var notCredentials = []string{"PWD", "OLDPWD", "SSH_AUTH_SOCK"}
+
+// SecretName reports whether an environment variable's name says its
+// value is a credential. Commands dsh runs never inherit such variables
+// (bash/local), and the session log scrubs their values.
+func SecretName(name string) bool {
+	if slices.Contains(notCredentials, name) {
+		return false
+	}
+	up := strings.ToUpper(name)
+	for _, w := range credentialWords {
+		if strings.Contains(up, w) {
 			return true
 		}
 	}
+	for part := range strings.SplitSeq(up, "_") {
+		if slices.Contains(credentialTokens, part) {
+			return true
+		}
+		for _, s := range credentialSuffixes {
+			if strings.HasSuffix(part, s) {
+				return true
+			}
+		}
+	}
 	return false
+}
+
+// URLCredentials reports whether value contains a URL carrying
+// credentials in its userinfo: a password (postgres://app:s3cret@db/app,
+// http_proxy=http://user:pass@proxy:3128), or any userinfo on http(s),
+// where it is a token (https://ghp_…@github.com, Sentry DSNs). A bare login
+// on other schemes (ssh://git@github.com) is no secret and stays.
+func URLCredentials(value string) bool {
+	for rest := value; ; {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			return false
+		}
+		j := i
+		for j > 0 && isSchemeByte(rest[j-1]) {
+			j--
+		}
+		scheme := strings.ToLower(rest[j:i])
+		rest = rest[i+3:]
+		authority := rest
+		if k := strings.IndexAny(authority, "/?#,; \t\n"); k >= 0 {
+			authority = authority[:k]
+		}
+		at := strings.LastIndexByte(authority, '@')
+		if at <= 0 {
+			continue
+		}
+		user, pass, hasPass := strings.Cut(authority[:at], ":")
+		if hasPass && pass != "" || user != "" && (scheme == "http" || scheme == "https") {
+			return true
+		}
+	}
+}
+
+func isSchemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// secretValueName marks names whose whole value is a secret though
+// commands may inherit them (a connection string without a password is
+// no credential to withhold, but one with a password in key=value form
+// is one to scrub).
+func secretValueName(name string) bool {
+	n := strings.ToUpper(name)
+	return SecretName(name) || strings.HasSuffix(n, "DATABASE_URL") || strings.HasSuffix(n, "DSN")
 }
 
 // EnvValues returns the values in environ ("NAME=value" entries) that are
@@ -115,7 +204,7 @@ func EnvValues(environ []string, names ...string) []string {
 		if !ok || len(v) < MinValue {
 			continue
 		}
-		if !slices.Contains(names, k) && !secretName(k) {
+		if !slices.Contains(names, k) && !secretValueName(k) && !URLCredentials(v) {
 			continue
 		}
 		out = append(out, v)
@@ -197,4 +286,119 @@ func (s *Scrubber) String(in string) string {
 		out = b.String()
 	}
 	return out
+}
+
+// Values returns in with the known secret values replaced by Mark, and
+// nothing else: credential shapes stay. It is what the session log
+// applies, since a shape can be a test fixture the model must read and
+// edit exactly (see docs/rfc/implemented/architecture/2026-12-03-secrets-out-of-the-log.md).
+func (s *Scrubber) Values(in string) string {
+	if s == nil || s.repl == nil || in == "" {
+		return in
+	}
+	return s.repl.Replace(in)
+}
+
+// Empty reports whether s knows no secret value (it may still remove
+// shapes with String).
+func (s *Scrubber) Empty() bool { return s == nil || len(s.values) == 0 }
+
+// JSON returns data, a JSON text, with every known secret value inside its
+// strings (object keys included) replaced by Mark, and whether anything
+// was replaced; data itself comes back when nothing was. Only string
+// contents change, decoded first, so the result is valid JSON of the same
+// shape, and a value is found however the encoder escaped it. Credential
+// shapes are not looked for (see [Scrubber.Values]).
+func (s *Scrubber) JSON(data []byte) ([]byte, bool) {
+	if s == nil || s.repl == nil || !s.mayHold(data) {
+		return data, false
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		end, escaped := stringEnd(data, i)
+		if end < 0 {
+			break // not JSON: leave the rest as it is
+		}
+		lit := data[i : end+1]
+		i = end
+		var str string
+		if escaped {
+			if json.Unmarshal(lit, &str) != nil {
+				continue
+			}
+		} else {
+			str = string(lit[1 : len(lit)-1])
+		}
+		repl := s.repl.Replace(str)
+		if repl == str {
+			continue
+		}
+		enc, err := json.Marshal(repl)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(data))
+		}
+		out = append(out, data[last:i-len(lit)+1]...)
+		out = append(out, enc...)
+		last = end + 1
+	}
+	if out == nil {
+		return data, false
+	}
+	return append(out, data[last:]...), true
+}
+
+// mayHold is JSON's cheap first look: whether data holds any known value
+// as an encoder writes it (escaped, with or without HTML escaping). Most
+// events hold none and cost one substring search per value.
+func (s *Scrubber) mayHold(data []byte) bool {
+	for _, n := range s.needles() {
+		if bytes.Contains(data, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// needles are the values as they appear inside JSON strings.
+func (s *Scrubber) needles() [][]byte {
+	s.once.Do(func() {
+		for _, v := range s.values {
+			plain, _ := json.Marshal(v) // HTML-escaped, as encoding/json writes
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(v)
+			for _, n := range [][]byte{plain, bytes.TrimSpace(b.Bytes())} {
+				n = n[1 : len(n)-1]
+				if !slices.ContainsFunc(s.needle, func(x []byte) bool { return bytes.Equal(x, n) }) {
+					s.needle = append(s.needle, n)
+				}
+			}
+		}
+	})
+	return s.needle
+}
+
+// stringEnd returns the index of the quote closing the JSON string that
+// opens at data[start], and whether the string holds escapes; -1 when it
+// never closes.
+func stringEnd(data []byte, start int) (int, bool) {
+	escaped := false
+	for j := start + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j, escaped
+		}
+	}
+	return -1, escaped
 }

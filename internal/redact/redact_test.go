@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -75,5 +77,70 @@ func TestEnvValues(t *testing.T) {
 	out := s.String("key plainvalue-notshaped; dsn pw-in-url-1; home /root")
 	if strings.Contains(out, "plainvalue") || strings.Contains(out, "pw-in-url") || !strings.Contains(out, "/root") {
 		t.Errorf("scrubbed = %q", out)
+	}
+}
+
+// JSON replaces known values inside strings only, decoded first: escaped
+// values are found, a value that only looks present across an escape is
+// not, keys are scrubbed, numbers and structure stay, and nothing else
+// changes (credential shapes included).
+func TestJSONScrubsKnownValues(t *testing.T) {
+	s := New("pa<ss\"wo&rd-1", "12345678", "nabc1234x")
+	in := []byte(`{"text":"x pa\u003css\"wo\u0026rd-1 y","raw":"pa<ss\"wo&rd-1","n":123456789,"12345678":["12345678"],` +
+		`"esc":"\nabc1234x","shape":"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv"}`)
+	out, changed := s.JSON(in)
+	if !changed {
+		t.Fatal("nothing replaced")
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, out)
+	}
+	want := map[string]any{"text": "x [REDACTED] y", "raw": "[REDACTED]", "n": 123456789.0, "[REDACTED]": []any{"[REDACTED]"},
+		"esc": "\nabc1234x", "shape": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+	plain := []byte(`{"text":"nothing secret here","n":1}`)
+	if out, changed := s.JSON(plain); changed || &out[0] != &plain[0] {
+		t.Errorf("unchanged input: changed=%v %s", changed, out)
+	}
+	if out, changed := New().JSON(in); changed || string(out) != string(in) {
+		t.Error("a scrubber without values changed the text")
+	}
+}
+
+func TestSetGrows(t *testing.T) {
+	set := NewSet("first-secret-1")
+	set.Add("later-secret-2")
+	out, _ := set.JSON([]byte(`["first-secret-1 later-secret-2"]`))
+	if string(out) != `["[REDACTED] [REDACTED]"]` {
+		t.Errorf("got %s", out)
+	}
+	var nilSet *Set
+	if out, changed := nilSet.JSON([]byte(`"x"`)); changed || string(out) != `"x"` {
+		t.Error("a nil set changed the text")
+	}
+}
+
+// BenchmarkJSONNoSecret is the cost the log pays per append that holds no
+// secret (nearly all of them): a chunk-sized and a 64 KiB payload, with
+// six known values.
+func BenchmarkJSONNoSecret(b *testing.B) {
+	s := New("sk-ant-api03-aaaaaaaaaaaaaaaaaaaa", "postgres://u:pw-123456@h/db", "pw-123456", "svc-pw-9e1d4c7a2f6b8035", "ghp_0123456789abcdefghij0123456789", "hunter2hunter2")
+	chunk := []byte(`{"turn":3,"step":7,"chunk":{"type":"text","text":"Let me look at the failing test in store/"}}`)
+	big := []byte(`{"turn":3,"step":7,"callId":"toolu_1","content":[{"type":"text","text":"` + strings.Repeat("ordinary tool output line\\n", 2520) + `"}]}`)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"chunk", chunk}, {"64KiB", big}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.data)))
+			for b.Loop() {
+				if _, changed := s.JSON(c.data); changed {
+					b.Fatal("changed")
+				}
+			}
+		})
 	}
 }
