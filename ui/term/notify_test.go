@@ -1,10 +1,12 @@
 package term
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/permission"
 )
 
 // Which sequence a finished turn sends: none for a short turn, the bell
@@ -48,5 +50,35 @@ func TestNotification(t *testing.T) {
 		if got := notification(c.cfg, c.env, c.took, what); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// The running terminal announces a finished turn with the configured
+// sequence once the agent goes idle (here every turn, by OSC 777), and
+// says nothing for a turn shorter than afterSeconds.
+func TestNotificationAfterATurn(t *testing.T) {
+	run := func(after float64) *harness {
+		h := startUIWith(t, func(o *app.Options) {
+			o.Config = testConfig(t,
+				permission.Key.Flag("--permission-mode", permission.Settings{DefaultMode: string(permission.ModeBypass)}),
+				app.NotificationsKey.Flag("--notifications", app.Notifications{Channel: "osc777", AfterSeconds: &after}))
+		}, nil)
+		h.send("hello there\r")
+		h.wait("That was the whole loop", "✻ ")
+		return h
+	}
+	h := run(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(h.out.String(), "\x1b]777;notify;dsh;dsh: the turn finished after ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no OSC 777 notification after the turn:\n%q", h.out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h = run(3600)
+	h.send("/help\r") // drawn after the turn's end was handled
+	h.wait("Commands")
+	if strings.Contains(h.out.String(), "\x1b]777;") {
+		t.Fatalf("a short turn was announced:\n%q", h.out.String())
 	}
 }
