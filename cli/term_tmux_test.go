@@ -469,3 +469,52 @@ func pngFile(t *testing.T) []byte {
 	}
 	return b.Bytes()
 }
+
+// chatCached is a streamed answer whose usage has cached prompt tokens.
+func chatCached(s string, in, cached, out int) string {
+	return sseBody(
+		map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": s}}}},
+		map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}},
+			"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "prompt_tokens_details": map[string]any{"cached_tokens": cached}}},
+	)
+}
+
+// One scripted usage (1,000 prompt tokens of which 400 cached, 500 out)
+// priced by the settings (cache reads apart) is the same figure in
+// dsh -p --output-format json's total_cost_usd and in the terminal's
+// status line and /cost for that session resumed: 600 × $1,000/M +
+// 400 × $100/M + 500 × $2,000/M = $1.64 ($2.00 if cache reads were
+// priced as input).
+func TestCostSameInJSONAndTerminalInTmux(t *testing.T) {
+	f := newTermFixture(t, "", chatCached("Priced.", 1000, 400, 500))
+	f.write(t, filepath.Join(f.home, "settings.json"), strings.Replace(readFile(t, filepath.Join(f.home, "settings.json")),
+		`{"providers"`, `{"pricing":{"local/m":{"input":1000,"output":2000,"cacheRead":100}},"providers"`, 1))
+	var res struct {
+		Cost    float64 `json:"total_cost_usd"`
+		Session string  `json:"session_id"`
+	}
+	cmd := exec.Command(f.bin, "-p", "--model", "local/m", "--output-format", "json", "price this")
+	cmd.Dir = f.dir
+	cmd.Env = append(os.Environ(), "DSH_HOME="+f.home, "DEEPSEEK_API_KEY=", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "DSH_MODEL=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("dsh -p: %v\n%s", err, out)
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if fmt.Sprintf("%.4f", res.Cost) != "1.6400" {
+		t.Fatalf("total_cost_usd %v, want 1.64", res.Cost)
+	}
+	tt := f.tmux(t, "-r", res.Session)
+	s := tt.waitFor("› price this", "Priced.", "default mode")
+	if tail := lastLines(s, 2); !strings.Contains(tail, "$1.64") {
+		t.Fatalf("the status line does not show total_cost_usd's $1.64:\n%s", tail)
+	}
+	tt.text("/cost")
+	tt.keys("Enter")
+	tt.waitFor("$1.64 this session (1 turn)", "in 600 · out 500 · cache read 400")
+	tt.text("/exit")
+	tt.keys("Enter")
+	tt.waitFor("DSH-EXITED:0")
+}
