@@ -147,6 +147,10 @@ func (b Block) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads any variant; unknown types keep their raw JSON.
 func (b *Block) UnmarshalJSON(data []byte) error {
+	if fb, ok := decodeBlockFast(data); ok {
+		*b = fb
+		return nil
+	}
 	var w wireBlock
 	if err := json.Unmarshal(data, &w); err != nil {
 		return fmt.Errorf("llm: decoding content block: %w", err)
