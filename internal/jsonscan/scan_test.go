@@ -1,4 +1,4 @@
-package sse
+package jsonscan
 
 import (
 	"encoding/json"
@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-func TestJSONScannerWalk(t *testing.T) {
+func TestScannerWalk(t *testing.T) {
 	doc := []byte(` {"id":"x","choices":[{"index":0,"delta":{"content":"h\u00e9\n\"q\" \ud83d\ude00 caf\u00e9 日本","n":null},"finish_reason":null}],"usage":{"prompt_tokens":12,"f":1.5e2,"neg":-3},"k\u0065y":true} `)
-	var s JSONScanner
+	var s Scanner
 	s.Reset(doc)
 	if err := s.Enter('{'); err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestJSONScannerWalk(t *testing.T) {
 				if err := json.Unmarshal(raw, &ch); err != nil {
 					t.Fatal(err)
 				}
-				var inner JSONScanner
+				var inner Scanner
 				inner.Reset(raw)
 				inner.Enter('{')
 				for fi := true; ; fi = false {
@@ -106,7 +106,7 @@ func TestJSONScannerWalk(t *testing.T) {
 	}
 }
 
-func FuzzJSONScanner(f *testing.F) {
+func FuzzScanner(f *testing.F) {
 	for _, s := range []string{
 		`{"a":[1,2.5,-3e4,true,false,null,"x\u00e9\ud800"]}`, `"\ud83d\ude00"`, `[]`, `{}`, `01`, `1.`, `"\x01"`,
 		"\"\xff\xfe\"", `{"a" 1}`, `[1,]`, `{"a":1,}`, ` "tail" x`, `-`, `"\u12"`, `[[[[[]]]]]`,
@@ -114,7 +114,7 @@ func FuzzJSONScanner(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var s JSONScanner
+		var s Scanner
 		s.Reset(data)
 		err := s.Skip()
 		if err == nil {
@@ -143,7 +143,7 @@ func FuzzJSONScanner(f *testing.F) {
 }
 
 func TestObjectAndArrayWalk(t *testing.T) {
-	var s JSONScanner
+	var s Scanner
 	s.Reset([]byte(`{"a":[1,2,3],"b":{"c":"x"},"skip":null}`))
 	var sum int
 	var c string
