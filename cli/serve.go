@@ -274,11 +274,23 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 		defer pl.Close()
 		logins = pl
 	}
+	// Tokens too: any worker authenticates a token made against the
+	// database, and a revocation holds on every worker.
+	var keeper tokens.Keeper = tokens.Open(tokens.Path(h))
+	if storeCfg.Store == backends.Postgres {
+		pc, _ := storeCfg.Postgres.Resolve(stdio.Env)
+		pt, err := tokens.OpenPostgres(ctx, pc.URL, pc.Schema)
+		if err != nil {
+			return fmt.Errorf("dsh serve: tokens at %s: %w", backends.Where(storeCfg, backends.Options{Getenv: stdio.Env}), err)
+		}
+		defer pt.Close()
+		keeper = pt
+	}
 	srv, err := serve.New(serve.Options{
 		Runs:    runs,
 		Logins:  logins,
 		Metrics: rt.Metrics(),
-		Roots:   roots, Tokens: tokens.Open(tokens.Path(h)), App: build, Catalog: catalog, Logger: log,
+		Roots:   roots, Tokens: keeper, App: build, Catalog: catalog, Logger: log,
 		Worker: worker, Version: Version, MaxRequestBytes: maxBody, Rate: rate.Limit(f.rate), Burst: f.burst,
 		CORSOrigins: f.cors, IdleEvict: f.idleEvict, MemoryBudget: budget,
 		ApprovalTimeout: f.approvalWait, ApprovalPolicy: f.approvalPolicy,
@@ -310,7 +322,7 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 			return err
 		}
 	}
-	if toks, _ := tokens.Open(tokens.Path(h)).List(); len(toks) == 0 {
+	if toks, _ := keeper.List(); len(toks) == 0 {
 		fmt.Fprintln(stdio.Err, "dsh serve: no token exists yet: make one with dsh serve token create NAME")
 	}
 	fmt.Fprintf(stdio.Err, "dsh serve: listening on %s://%s (worker %s; roots %s)\n", scheme, ln.Addr(), worker, strings.Join(roots, ", "))
@@ -357,10 +369,11 @@ func newServeTokenCmd(stdio IO) *cobra.Command {
 		Short: "make a token and print it (only its hash is kept)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			st, err := tokenStore(stdio)
+			st, done, err := tokenStore(stdio)
 			if err != nil {
 				return err
 			}
+			defer done()
 			access := tokens.Full
 			if readOnly {
 				access = tokens.Read
@@ -385,10 +398,11 @@ func newServeTokenCmd(stdio IO) *cobra.Command {
 		Short: "revoke a token (by name or id); a running server refuses it from its next request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			st, err := tokenStore(stdio)
+			st, done, err := tokenStore(stdio)
 			if err != nil {
 				return err
 			}
+			defer done()
 			t, err := st.Revoke(args[0])
 			if err != nil {
 				return usageErr("%v", strings.TrimPrefix(err.Error(), "tokens: "))
@@ -402,10 +416,11 @@ func newServeTokenCmd(stdio IO) *cobra.Command {
 		Short: "list the tokens (names, access, workspaces; never the tokens)",
 		Args:  cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			st, err := tokenStore(stdio)
+			st, done, err := tokenStore(stdio)
 			if err != nil {
 				return err
 			}
+			defer done()
 			toks, err := st.List()
 			if err != nil {
 				return err
@@ -426,15 +441,37 @@ func newServeTokenCmd(stdio IO) *cobra.Command {
 	return cmd
 }
 
-func tokenStore(stdio IO) (*tokens.Store, error) {
+// tokenStore is where dsh serve keeps its tokens: the database when the
+// session store is PostgreSQL (a fleet shares it), else the file under
+// DSH_HOME. done closes it.
+func tokenStore(stdio IO) (st tokens.Keeper, done func(), err error) {
 	h, err := home(stdio.Env)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, nil, usageErr("%v", err)
 	}
 	if err := privateHome(stdio, h); err != nil {
-		return nil, usageErr("creating %s: %v", h, err)
+		return nil, nil, usageErr("creating %s: %v", h, err)
 	}
-	return tokens.Open(tokens.Path(h)), nil
+	var f configFlags
+	userCfg, _, err := f.configure(h, userHome(stdio.Env), "", f.trustPolicy(IO{Err: stdio.Err, Env: stdio.Env}, h, false))
+	if err != nil {
+		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
+	}
+	cfg := backends.FromSettings(userCfg)
+	if cfg.Store != backends.Postgres {
+		return tokens.Open(tokens.Path(h)), func() {}, nil
+	}
+	pc, err := cfg.Postgres.Resolve(stdio.Env)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pt, err := tokens.OpenPostgres(ctx, pc.URL, pc.Schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dsh serve token: the tokens at %s: %w", backends.Where(cfg, backends.Options{Getenv: stdio.Env}), err)
+	}
+	return pt, pt.Close, nil
 }
 
 // openQueue opens the background-run queue on the PostgreSQL store's

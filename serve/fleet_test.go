@@ -39,7 +39,7 @@ func TestFleet(t *testing.T) {
 		spaces = append(spaces, filepath.Join(root, fmt.Sprintf("ws%d", i)))
 	}
 	mkdirs(t, spaces...)
-	cfg := fmt.Sprintf(`{"sessionStore": "postgres", "postgres": {"schema": %q, "leaseTTL": "2s"}}`, schema)
+	cfg := fmt.Sprintf(`{"sessionStore": "postgres", "postgres": {"url": %q, "schema": %q, "leaseTTL": "2s"}}`, url, schema)
 	if err := os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

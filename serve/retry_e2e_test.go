@@ -141,7 +141,7 @@ func newRetryRig(t *testing.T, settings string) *retryRig {
 	root := t.TempDir()
 	r.ws = filepath.Join(root, "ws")
 	mkdirs(t, r.ws)
-	cfg := fmt.Sprintf(`{"sessionStore": "postgres", "postgres": {"schema": %q, "leaseTTL": "2s"}%s}`, schema, settings)
+	cfg := fmt.Sprintf(`{"sessionStore": "postgres", "postgres": {"url": %q, "schema": %q, "leaseTTL": "2s"}%s}`, url, schema, settings)
 	if err := os.WriteFile(filepath.Join(r.e.Home, "settings.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,10 @@ import (
 type Options struct {
 	// Roots are the directories sessions may work in (absolute); a
 	// session's workspace is one of them or lies under one.
-	Roots  []string
-	Tokens *tokens.Store
+	Roots []string
+	// Tokens authenticate requests: the token file (tokens.Store) for
+	// one server, the database's (tokens.Postgres) for a fleet.
+	Tokens tokens.Keeper
 	// App builds the composed app of a workspace (absolute, symbolic links
 	// resolved) for a sandbox mode ("" for the workspace's own). It is
 	// called once per workspace and mode; the server closes the apps.

@@ -31,7 +31,7 @@ func TestWebLoginAcrossWorkers(t *testing.T) {
 	ws := filepath.Join(root, "proj")
 	mkdirs(t, ws)
 	ws, _ = filepath.EvalSymlinks(ws)
-	cfg := fmt.Sprintf(`{"sessionStore": "postgres", "postgres": {"schema": %q}}`, schema)
+	cfg := fmt.Sprintf(`{"sessionStore": "postgres", "postgres": {"url": %q, "schema": %q}}`, dbURL, schema)
 	if err := os.WriteFile(filepath.Join(e.Home, "settings.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -72,9 +72,26 @@ func Open(path string) *Store { return &Store{path: path} }
 // ErrUnknown says no token has that name or id.
 var ErrUnknown = errors.New("tokens: no such token")
 
-// Create makes a token, stores its hash and returns the token itself: the
-// only time it is ever seen.
-func (s *Store) Create(name, access string, workspaces []string, now time.Time) (string, Token, error) {
+// Keeper keeps tokens: the file ([Store]) for one server, the database
+// ([Postgres]) for a fleet of workers on one PostgreSQL, where any worker
+// must authenticate any token and a revocation on one holds on all.
+type Keeper interface {
+	// Create makes a token, stores its hash and returns the token itself:
+	// the only time it is ever seen.
+	Create(name, access string, workspaces []string, now time.Time) (string, Token, error)
+	// Revoke removes the token with this name or id.
+	Revoke(nameOrID string) (Token, error)
+	// List returns the stored tokens.
+	List() ([]Token, error)
+	// Check returns the token raw is, or false.
+	Check(raw string) (Token, bool)
+	// Current returns the token with this id while it is still stored
+	// with this hash (see [Store.Current]).
+	Current(id, hash string) (Token, bool)
+}
+
+// newToken makes a token and the entry that stores it.
+func newToken(name, access string, workspaces []string, now time.Time) (string, Token, error) {
 	if name == "" {
 		return "", Token{}, errors.New("tokens: a token needs a name")
 	}
@@ -96,8 +113,33 @@ func (s *Store) Create(name, access string, workspaces []string, now time.Time) 
 		return "", Token{}, err
 	}
 	raw := "dsh_" + hex.EncodeToString(id[:]) + "_" + hex.EncodeToString(secret[:])
-	t := Token{ID: hex.EncodeToString(id[:]), Name: name, Hash: hash(raw), Access: access, Workspaces: workspaces, Created: now.UnixMilli()}
-	err := s.update(func(f *file) error {
+	return raw, Token{ID: hex.EncodeToString(id[:]), Name: name, Hash: hash(raw), Access: access, Workspaces: workspaces, Created: now.UnixMilli()}, nil
+}
+
+// idOf is the id part of a token, or false when raw is not shaped as one.
+func idOf(raw string) (string, bool) {
+	rest, ok := strings.CutPrefix(raw, "dsh_")
+	if !ok {
+		return "", false
+	}
+	id, _, ok := strings.Cut(rest, "_")
+	return id, ok
+}
+
+// matches reports whether raw hashes to t's hash, in constant time.
+func matches(t Token, raw string) bool {
+	want, _ := hex.DecodeString(t.Hash)
+	got := sha256.Sum256([]byte(raw))
+	return subtle.ConstantTimeCompare(want, got[:]) == 1
+}
+
+// Create implements [Keeper].
+func (s *Store) Create(name, access string, workspaces []string, now time.Time) (string, Token, error) {
+	raw, t, err := newToken(name, access, workspaces, now)
+	if err != nil {
+		return "", Token{}, err
+	}
+	err = s.update(func(f *file) error {
 		if slices.ContainsFunc(f.Tokens, func(o Token) bool { return o.Name == name }) {
 			return fmt.Errorf("tokens: a token named %q exists already (revoke it first)", name)
 		}
@@ -134,11 +176,7 @@ func (s *Store) List() ([]Token, error) {
 // Check returns the token raw is, or false. It re-reads the file when it
 // changed since the last check.
 func (s *Store) Check(raw string) (Token, bool) {
-	rest, ok := strings.CutPrefix(raw, "dsh_")
-	if !ok {
-		return Token{}, false
-	}
-	id, _, ok := strings.Cut(rest, "_")
+	id, ok := idOf(raw)
 	if !ok {
 		return Token{}, false
 	}
@@ -148,12 +186,7 @@ func (s *Store) Check(raw string) (Token, bool) {
 		return Token{}, false
 	}
 	t, ok := s.byID[id]
-	if !ok {
-		return Token{}, false
-	}
-	want, _ := hex.DecodeString(t.Hash)
-	got := sha256.Sum256([]byte(raw))
-	if subtle.ConstantTimeCompare(want, got[:]) != 1 {
+	if !ok || !matches(t, raw) {
 		return Token{}, false
 	}
 	return t, true

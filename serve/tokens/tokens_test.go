@@ -1,11 +1,15 @@
 package tokens
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dshq/dsh/internal/pgtest"
 )
 
 func TestCreateCheckRevoke(t *testing.T) {
@@ -53,5 +57,57 @@ func TestCreateCheckRevoke(t *testing.T) {
 	}
 	if _, err := other.Revoke("ci"); err == nil {
 		t.Fatal("revoked twice")
+	}
+}
+
+// TestKeepers: the file and the database keep tokens alike — a created
+// token checks, a wrong secret or unknown id does not, names are unique,
+// Current holds while the hash does, a revoked token is gone.
+func TestKeepers(t *testing.T) {
+	keepers := map[string]Keeper{"file": Open(filepath.Join(t.TempDir(), "tokens.json"))}
+	if os.Getenv(pgtest.EnvURL) != "" { // else the file alone
+		url, schema := pgtest.Schema(t)
+		p, err := OpenPostgres(context.Background(), url, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		keepers["postgres"] = p
+	}
+	for name, k := range keepers {
+		t.Run(name, func(t *testing.T) {
+			raw, tok, err := k.Create("ci", Full, []string{"/w/a"}, time.Unix(5, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := k.Create("ci", Read, nil, time.Unix(6, 0)); err == nil || !strings.Contains(err.Error(), "exists already") {
+				t.Fatalf("a second token named ci: %v", err)
+			}
+			got, ok := k.Check(raw)
+			if !ok || got.Name != "ci" || got.Access != Full || len(got.Workspaces) != 1 || got.Workspaces[0] != "/w/a" || got.Created != 5000 {
+				t.Fatalf("check: %v %+v", ok, got)
+			}
+			if _, ok := k.Check(raw[:len(raw)-1] + "x"); ok {
+				t.Fatal("a wrong secret checked")
+			}
+			if _, ok := k.Current(tok.ID, tok.Hash); !ok {
+				t.Fatal("Current refused the token's own hash")
+			}
+			if _, ok := k.Current(tok.ID, strings.Repeat("0", 64)); ok {
+				t.Fatal("Current took another hash")
+			}
+			if l, err := k.List(); err != nil || len(l) != 1 {
+				t.Fatalf("list: %v %v", l, err)
+			}
+			if _, err := k.Revoke("ci"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := k.Check(raw); ok {
+				t.Fatal("a revoked token checked")
+			}
+			if _, err := k.Revoke("ci"); !errors.Is(err, ErrUnknown) {
+				t.Fatalf("revoking again: %v", err)
+			}
+		})
 	}
 }
