@@ -28,7 +28,6 @@
 package transcript
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,6 +80,8 @@ type file struct {
 	lineAt int64  // where the last line starts
 	last   string // the type of event next-1
 	lastAt int64  // its time
+
+	buf []byte // an event's lines, encoded, reused for the next event's
 }
 
 // mark is what a resume needs to append to a transcript instead of
@@ -186,9 +187,6 @@ func (w *Writer) appended(_ context.Context, ap session.Appended) error {
 }
 
 func (w *Writer) open(s *session.Session) (*file, error) {
-	if err := private.MkdirAll(w.dir); err != nil {
-		return nil, err
-	}
 	path := w.Path(s.ID())
 	env := envelope{sessionID: string(s.ID()), cwd: s.Cwd()}
 	if s.Header().ParentSession != "" {
@@ -196,12 +194,22 @@ func (w *Writer) open(s *session.Session) (*file, error) {
 	}
 	fl, why := w.resume(s, path, env)
 	if fl == nil {
-		if why != "" {
-			w.log.Info("transcript: rewriting the whole transcript", "path", path, "reason", why)
-		}
-		os.Remove(w.markPath(s.ID()))
 		var err error
-		if fl, err = w.rewrite(s, path, env); err != nil {
+		if why == "" {
+			// A new session: nothing to replace, so the file is created
+			// in place (a temporary file, its rename and a re-open were
+			// a third of the transcript's cost per session in dsh serve).
+			fl, err = w.create(s, path, env)
+		}
+		if why != "" || errors.Is(err, fs.ErrExist) {
+			if why == "" {
+				why = "a transcript appeared beside no mark"
+			}
+			w.log.Info("transcript: rewriting the whole transcript", "path", path, "reason", why)
+			os.Remove(w.markPath(s.ID()))
+			fl, err = w.rewrite(s, path, env)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -321,26 +329,41 @@ func (w *Writer) saveMark(fl *file) {
 	}
 }
 
+// writeMark overwrites the mark in place (no temporary file and rename: a
+// reader that catches it empty or half-written fails to parse it and
+// rewrites, as after a crash).
 func writeMark(name string, b []byte) error {
-	tmp, err := private.CreateTemp(filepath.Dir(name), ".mark-*")
+	f, err := private.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), name)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
 	}
 	return err
 }
 
+// create starts the transcript of a session that has none: fs.ErrExist
+// if one appeared since resume looked.
+func (w *Writer) create(s *session.Session, path string, env envelope) (*file, error) {
+	f, err := private.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = private.MkdirAll(w.dir); err == nil {
+			f, err = private.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &file{f: f, conv: claudemsg.Converter{Session: string(s.ID())}, calls: map[llm.CallID]session.ToolCall{}, env: env}, nil
+}
+
 // rewrite starts a session's transcript afresh.
 func (w *Writer) rewrite(s *session.Session, path string, env envelope) (*file, error) {
+	if err := private.MkdirAll(w.dir); err != nil {
+		return nil, err
+	}
 	// Rewrite through a temporary file, so a reader never sees a
 	// half-written transcript and an older one is replaced whole.
 	tmp, err := private.CreateTemp(w.dir, ".transcript-*")
@@ -396,22 +419,33 @@ func (w *Writer) write(fl *file, e session.Event) {
 	fl.next, fl.last, fl.lastAt = e.Seq+1, e.Type, e.Time
 	lines := w.lines(fl, e)
 	if len(lines) > 0 {
-		bw := bufio.NewWriter(fl.f)
+		// An event's lines are encoded into one reused buffer and written
+		// at once: no buffered writer (and its 4 KiB) per event.
+		buf := fl.buf[:0]
+		lineAt, size := fl.lineAt, fl.size
 		for _, l := range lines {
-			b, err := l.appendJSON(nil)
+			n := len(buf)
+			b, err := l.appendJSON(buf)
 			if err != nil {
 				w.log.Warn("transcript: a line cannot be encoded and is left out", "path", fl.f.Name(), "seq", e.Seq, "err", err)
+				buf = buf[:n]
 				continue
 			}
-			bw.Write(append(b, '\n'))
-			fl.lineAt = fl.size
-			fl.size += int64(len(b)) + 1
+			buf = append(b, '\n')
+			lineAt = size
+			size += int64(len(buf) - n)
 		}
-		if err := bw.Flush(); err != nil {
+		if len(buf) > 64<<10 {
+			fl.buf = nil // a long answer's buffer is not kept for every event after it
+		} else {
+			fl.buf = buf
+		}
+		if _, err := fl.f.Write(buf); err != nil {
 			fl.bad = true
 			w.log.Warn("transcript: writing failed; this session's transcript stops here", "path", fl.f.Name(), "err", err)
 			return
 		}
+		fl.lineAt, fl.size = lineAt, size
 	}
 	if e.Type == session.TypeTurnEnd {
 		w.saveMark(fl)

@@ -266,6 +266,11 @@ func TestTranscriptResumeAppends(t *testing.T) {
 	if _, why, _, _, _ := resumeInto(t, t.TempDir(), s); why != "" { // no transcript yet: a full write
 		t.Fatalf("a new transcript logged %q", why)
 	}
+	// A new transcript in a directory not made yet (it is created in
+	// place, and the directory on the way).
+	if got, why, _, want, _ := resumeInto(t, filepath.Join(t.TempDir(), "not", "yet"), s); why != "" || !bytes.Equal(got, want) {
+		t.Fatalf("a new transcript in a new directory logged %q and differs from a rewrite:\n%s\n---\n%s", why, got, want)
+	}
 	// A crash left half a line after the mark.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -296,6 +301,13 @@ func TestTranscriptResumeAppends(t *testing.T) {
 		{"changed last line", "line at the mark", func() {
 			b, _ := os.ReadFile(path)
 			os.WriteFile(path, bytes.Replace(b, []byte(`"uuid":"`), []byte(`"uuid":"x`), -1), 0o600)
+		}},
+		{"no mark", "has no mark", func() {
+			marks, _ := filepath.Glob(filepath.Join(dir, ".*.mark"))
+			if len(marks) != 1 {
+				t.Fatalf("marks: %v", marks)
+			}
+			os.Remove(marks[0])
 		}},
 		{"shorter file", "shorter", func() {
 			b, _ := os.ReadFile(path)
