@@ -5,12 +5,13 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dshq/dsh/internal/pgschema"
 )
 
 // Postgres is a [Keeper] in a PostgreSQL schema (the session store's), in
@@ -40,37 +41,9 @@ const tokensSQL = `CREATE TABLE IF NOT EXISTS serve_tokens(
 // schema (created when missing) if it is not there yet, under an
 // advisory lock so workers starting together do not race.
 func OpenPostgres(ctx context.Context, url, schema string) (*Postgres, error) {
-	if schema == "" {
-		schema = "dsh"
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	pool, err := pgschema.Open(ctx, url, schema, "dsh-tokens", tokensSQL)
 	if err != nil {
-		return nil, errors.New("tokens: the connection string does not parse")
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "dsh-tokens"
-	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("tokens: connecting: %w", err)
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("dsh serve_tokens\x00" + schema))
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, tokensSQL)
-		return err
-	})
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("tokens: making the table: %w", err)
+		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	return &Postgres{pool: pool, timeout: 10 * time.Second}, nil
 }

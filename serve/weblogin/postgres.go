@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/dshq/dsh/internal/pgschema"
 )
 
 // Postgres is a [Store] in a PostgreSQL schema (the session store's), in
@@ -34,37 +35,9 @@ CREATE INDEX IF NOT EXISTS web_logins_by_expiry ON web_logins(expires_at);`
 // together take turns under an advisory lock (CREATE ... IF NOT EXISTS
 // alone races).
 func OpenPostgres(ctx context.Context, url, schema string) (*Postgres, error) {
-	if schema == "" {
-		schema = "dsh"
-	}
-	cfg, err := pgxpool.ParseConfig(url)
+	pool, err := pgschema.Open(ctx, url, schema, "dsh-weblogin", schemaSQL)
 	if err != nil {
-		return nil, errors.New("weblogin: the connection string does not parse")
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "dsh-weblogin"
-	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("weblogin: connecting: %w", err)
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("dsh web_logins\x00" + schema))
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64())); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, schemaSQL)
-		return err
-	})
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("weblogin: making the table: %w", err)
+		return nil, fmt.Errorf("weblogin: %w", err)
 	}
 	return &Postgres{pool: pool}, nil
 }
