@@ -56,6 +56,9 @@ func newRig(t *testing.T, o mcp.Options, entries ...scripted.Entry) *rig {
 		t.Fatal(err)
 	}
 	o.Tools, o.Prompt = h.Tools, h.Prompt
+	if o.Secrets == nil {
+		o.Secrets = h.Secrets.Add // as the plugin wires it
+	}
 	if o.Home == "" {
 		o.Home = t.TempDir()
 	}

@@ -94,6 +94,12 @@ type Options struct {
 	Warn func(msg string)
 	// HTTPClient is the base client for http and sse servers.
 	HTTPClient *http.Client
+	// Secrets, when set, is told the credentials a server's config holds
+	// (credential-named env values, authorization-like header values, a
+	// URL's password) as the server is added, so the session log scrubs
+	// them: a literal token in .mcp.json is as secret as one in the
+	// environment, and a command may print the file or the server's env.
+	Secrets func(values ...string)
 
 	// Sandbox and SandboxPolicy, when both are set (the settings'
 	// sandbox.mcp), start every stdio server through the kernel sandbox
@@ -299,6 +305,11 @@ func (m *Manager) AddSessionServers(ctx context.Context, scope *kernel.Scope, se
 func (m *Manager) add(c ServerConfig, owner *kernel.Scope) (*server, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("mcp: server %q: %w", c.Name, err)
+	}
+	if m.o.Secrets != nil {
+		if v := c.secrets(m.o.Env); len(v) > 0 {
+			m.o.Secrets(v...)
+		}
 	}
 	m.mu.Lock()
 	if m.closed {

@@ -56,6 +56,7 @@ func Plugin(cfg PluginConfig) core.Plugin {
 			Withhold: cfg.Withhold,
 			Logger:   log,
 			Warn:     h.Site.Warn,
+			Secrets:  h.Secrets.Add,
 		}
 		if sb, ok := core.Lookup[*sandbox.Others](h); ok && sb.MCP != nil {
 			o.Sandbox, o.SandboxPolicy = sb.Sandbox, sb.MCP // sandbox.mcp: stdio servers run sandboxed
