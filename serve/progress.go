@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"os"
 	"sync"
 	"time"
 
@@ -19,8 +18,8 @@ import (
 // "progress" events (no id: they are not part of the log and a reconnect
 // does not replay them), a WebSocket as {"progress": ...} messages beside
 // the log's events. Both come from forwardProgress, so they carry the same. The ring bounds memory per session, a throttle
-// bounds the events per stream, and the scrubber removes secrets as it
-// does from everything else the server sends.
+// bounds the events per stream, and the session host's secrets are
+// removed from it as they are from the log (credential shapes too).
 
 const (
 	// liveOutputBytes bounds the output a session keeps for its streams:
@@ -120,6 +119,7 @@ func (s *Server) forwardProgress(ctx context.Context, e *entry, send func(api.Pr
 		}
 		var chunks []outChunk
 		chunks, last, changed = e.output.since(last)
+		secrets := e.secrets()
 		var order []string
 		by := map[string][]byte{}
 		for _, c := range chunks {
@@ -129,16 +129,23 @@ func (s *Server) forwardProgress(ctx context.Context, e *entry, send func(api.Pr
 			by[c.call] = append(by[c.call], c.text...)
 		}
 		for _, call := range order {
-			if send(api.Progress{Call: call, Output: s.scrub.String(string(by[call]))}) != nil {
+			if send(api.Progress{Call: call, Output: secrets.String(string(by[call]))}) != nil {
 				return
 			}
 		}
 	}
 }
 
-// newScrubber removes from live output the values of the server's
-// environment variables that hold secrets, as `dsh sessions show --html`
-// does for a trace.
-func newScrubber() *redact.Scrubber {
-	return redact.New(redact.EnvValues(os.Environ())...)
+// secrets are what the session's host knows to be secret — the
+// environment's credentials, the settings' (the "env" setting, the database
+// URL), its MCP servers' — the same set its log is scrubbed with, so live
+// output hides what the recorded result will. Nil before the session is
+// loaded (no call of it runs then): credential shapes are still removed.
+func (e *entry) secrets() *redact.Set {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ws == nil || e.ws.app == nil {
+		return nil
+	}
+	return e.ws.app.Host.Secrets
 }

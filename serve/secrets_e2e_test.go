@@ -26,9 +26,11 @@ const serviceSecret = "svc-pw-4f9a1c7e2b8d5a06"
 
 // leakCommand prints two secrets the way a command comes by them: a
 // variable the settings give every command (the "env" setting), on
-// stdout, and a project file holding the server's provider key, on
-// stderr; then it fails.
-const leakCommand = `echo "DSH_TEST_SERVICE_TOKEN=$DSH_TEST_SERVICE_TOKEN"; cat deploy.env >&2; false`
+// stdout (once after its name, once bare, where no credential shape
+// finds it), and a project file holding the server's provider key, on
+// stderr; then it waits, so the stream carries them as live progress
+// before the result, and fails.
+const leakCommand = `echo "DSH_TEST_SERVICE_TOKEN=$DSH_TEST_SERVICE_TOKEN"; echo "bare: $DSH_TEST_SERVICE_TOKEN"; cat deploy.env >&2; sleep 1; false`
 
 // leakModel asks for leakCommand once, then answers with what it read
 // back (echoing the tool result into its own text, as a model might).
@@ -47,7 +49,8 @@ func leakModel(r fakeanthropic.Request) fakeanthropic.Reply {
 // TestSecretsNeverRecorded: a command that prints the server's secrets
 // (one the settings hand to commands, one a project file repeats) has
 // them replaced before anything is
-// recorded: the JSONL log's bytes, the SSE stream, GET events and session,
+// recorded or sent: the JSONL log's bytes, the SSE stream (its live
+// progress of the running command included), GET events and session,
 // the model's next request and the HTML trace carry neither the provider
 // key nor a secret under a secret-sounding name, while the command's other
 // output (the variables' names) is there.
@@ -113,6 +116,10 @@ func TestSecretsNeverRecorded(t *testing.T) {
 	resp.Body.Close()
 	if !ended.Load() {
 		t.Fatalf("the stream ended before turn/end: %s", sse.String())
+	}
+	// The command's output went out live too (scrubbed as the log is).
+	if !bytes.Contains(sse.Bytes(), []byte("event: progress\ndata: ")) || !bytes.Contains(sse.Bytes(), []byte(`SERVICE_TOKEN=[REDACTED]`)) {
+		t.Errorf("the stream carried no progress of the command: %s", sse.String())
 	}
 
 	page, err := c.Events(ctx, s.ID, 0, 1000)

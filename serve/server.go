@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dshq/dsh/internal/redact"
 	"log/slog"
 	"net/http"
 	"os"
@@ -127,8 +126,6 @@ type Server struct {
 	limiters map[string]*rate.Limiter
 
 	logins weblogin.Store
-	// scrub removes secrets from what the server sends outside the log.
-	scrub *redact.Scrubber
 
 	wsMu       sync.Mutex
 	workspaces map[string]*wsEntry
@@ -192,7 +189,7 @@ func New(o Options) (*Server, error) {
 	if o.Logins == nil {
 		o.Logins = &weblogin.Memory{}
 	}
-	s := &Server{o: o, log: o.Logger, logins: o.Logins, scrub: newScrubber(), limiters: map[string]*rate.Limiter{}, workspaces: map[string]*wsEntry{},
+	s := &Server{o: o, log: o.Logger, logins: o.Logins, limiters: map[string]*rate.Limiter{}, workspaces: map[string]*wsEntry{},
 		sessions: map[string]*entry{}, stop: make(chan struct{})}
 	for _, r := range o.Roots {
 		if !filepath.IsAbs(r) {

@@ -288,27 +288,14 @@ func (s *Scrubber) String(in string) string {
 	return out
 }
 
-// Values returns in with the known secret values replaced by Mark, and
-// nothing else: credential shapes stay. It is what the session log
-// applies, since a shape can be a test fixture the model must read and
-// edit exactly (see docs/rfc/implemented/architecture/2026-12-03-secrets-out-of-the-log.md).
-func (s *Scrubber) Values(in string) string {
-	if s == nil || s.repl == nil || in == "" {
-		return in
-	}
-	return s.repl.Replace(in)
-}
-
-// Empty reports whether s knows no secret value (it may still remove
-// shapes with String).
-func (s *Scrubber) Empty() bool { return s == nil || len(s.values) == 0 }
-
 // JSON returns data, a JSON text, with every known secret value inside its
 // strings (object keys included) replaced by Mark, and whether anything
 // was replaced; data itself comes back when nothing was. Only string
 // contents change, decoded first, so the result is valid JSON of the same
 // shape, and a value is found however the encoder escaped it. Credential
-// shapes are not looked for (see [Scrubber.Values]).
+// shapes are not looked for: a shape in the log can be a test fixture the
+// model must read and edit exactly (see
+// docs/rfc/implemented/architecture/2026-12-03-secrets-out-of-the-log.md).
 func (s *Scrubber) JSON(data []byte) ([]byte, bool) {
 	if s == nil || s.repl == nil || !s.mayHold(data) {
 		return data, false

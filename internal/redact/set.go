@@ -57,5 +57,3 @@ func (s *Set) JSON(data []byte) ([]byte, bool) {
 // String scrubs text of the known values and the credential shapes.
 func (s *Set) String(in string) string { return s.Scrubber().String(in) }
 
-// Values scrubs text of the known values only.
-func (s *Set) Values(in string) string { return s.Scrubber().Values(in) }
