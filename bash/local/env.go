@@ -8,14 +8,6 @@ import (
 	"github.com/dshq/dsh/internal/redact"
 )
 
-// isCredentialName and hasURLCredentials are the name and value tests
-// dsh shares with the session log's redaction (internal/redact): what a
-// command does not inherit is what the log scrubs.
-var (
-	isCredentialName  = redact.SecretName
-	hasURLCredentials = redact.URLCredentials
-)
-
 // shellState are variables that change what the shell does with a
 // command line in ways the permission layer's analysis does not follow:
 // CDPATH makes "cd sub" go wherever it lists. Commands never inherit them
@@ -49,7 +41,7 @@ func childEnv(parent []string, drop []string, explicit map[string]string) []stri
 	}
 	for _, kv := range parent {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || isCredentialName(name) || hasURLCredentials(value) || slices.Contains(drop, name) || slices.Contains(shellState, name) {
+		if !ok || name == "" || redact.SecretName(name) || redact.URLCredentials(value) || slices.Contains(drop, name) || slices.Contains(shellState, name) {
 			continue
 		}
 		set(name, value)

@@ -56,4 +56,3 @@ func (s *Set) JSON(data []byte) ([]byte, bool) {
 
 // String scrubs text of the known values and the credential shapes.
 func (s *Set) String(in string) string { return s.Scrubber().String(in) }
-
