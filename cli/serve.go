@@ -274,18 +274,11 @@ func runServe(ctx context.Context, stdio IO, f serveFlags) error {
 		defer pl.Close()
 		logins = pl
 	}
-	// Tokens too: any worker authenticates a token made against the
-	// database, and a revocation holds on every worker.
-	var keeper tokens.Keeper = tokens.Open(tokens.Path(h))
-	if storeCfg.Store == backends.Postgres {
-		pc, _ := storeCfg.Postgres.Resolve(stdio.Env)
-		pt, err := tokens.OpenPostgres(ctx, pc.URL, pc.Schema)
-		if err != nil {
-			return fmt.Errorf("dsh serve: tokens at %s: %w", backends.Where(storeCfg, backends.Options{Getenv: stdio.Env}), err)
-		}
-		defer pt.Close()
-		keeper = pt
+	keeper, closeTokens, err := openTokens(ctx, h, storeCfg, stdio.Env)
+	if err != nil {
+		return err
 	}
+	defer closeTokens()
 	srv, err := serve.New(serve.Options{
 		Runs:    runs,
 		Logins:  logins,
@@ -457,19 +450,26 @@ func tokenStore(stdio IO) (st tokens.Keeper, done func(), err error) {
 	if err != nil {
 		return nil, nil, usageErr("%v", strings.TrimPrefix(err.Error(), "settings: "))
 	}
-	cfg := backends.FromSettings(userCfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return openTokens(ctx, h, backends.FromSettings(userCfg), stdio.Env)
+}
+
+// openTokens opens the tokens of the session store cfg names: with
+// PostgreSQL the database's, so any worker of a fleet authenticates a token
+// made against it and a revocation holds on every worker; else the file
+// under home. done closes it.
+func openTokens(ctx context.Context, home string, cfg backends.Config, env func(string) string) (tokens.Keeper, func(), error) {
 	if cfg.Store != backends.Postgres {
-		return tokens.Open(tokens.Path(h)), func() {}, nil
+		return tokens.Open(tokens.Path(home)), func() {}, nil
 	}
-	pc, err := cfg.Postgres.Resolve(stdio.Env)
+	pc, err := cfg.Postgres.Resolve(env)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	pt, err := tokens.OpenPostgres(ctx, pc.URL, pc.Schema)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dsh serve token: the tokens at %s: %w", backends.Where(cfg, backends.Options{Getenv: stdio.Env}), err)
+		return nil, nil, fmt.Errorf("dsh serve: the tokens at %s: %w", backends.Where(cfg, backends.Options{Getenv: env}), err)
 	}
 	return pt, pt.Close, nil
 }

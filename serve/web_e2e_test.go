@@ -21,7 +21,6 @@ import (
 	"github.com/dshq/dsh/internal/chrometest"
 	"github.com/dshq/dsh/internal/dshtest"
 	"github.com/dshq/dsh/internal/fakeanthropic"
-	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/serve/client"
 	"github.com/dshq/dsh/session"
 )
@@ -392,15 +391,7 @@ func TestWebUI(t *testing.T) {
 // view; no script of theirs runs.
 func TestWebUIHostileContent(t *testing.T) {
 	w := startWeb(t)
-	c := client.New(w.p.URL, w.token)
-	s, err := c.CreateSession(context.Background(), api.CreateSession{Workspace: w.ws, PermissionMode: "bypassPermissions"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := chrometest.New(t, 1280, 800)
-	w.login(p)
-	p.Run(chromedp.Navigate(w.p.URL + "/ui#/s/" + string(s.ID)))
-	p.WaitFor(`document.querySelector("#prompt")`)
+	p, _ := w.openSession(t, "bypassPermissions")
 	send(p, `<img src=x onerror="window.__pwned='prompt'"> please be hostile`)
 	p.WaitFor(`document.querySelector(".card[data-call='toolu_evil']") && document.querySelector(".card[data-call='toolu_evil']").dataset.state === "done"`)
 	p.WaitFor(`document.querySelector("#timeline").textContent.includes("click me")`)
@@ -438,15 +429,7 @@ func TestWebUIHostileContent(t *testing.T) {
 // scrubbed of the server's secrets.
 func TestWebLiveToolOutput(t *testing.T) {
 	w := startWeb(t)
-	c := client.New(w.p.URL, w.token)
-	s, err := c.CreateSession(context.Background(), api.CreateSession{Workspace: w.ws, PermissionMode: "bypassPermissions"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := chrometest.New(t, 1280, 800)
-	w.login(p)
-	p.Run(chromedp.Navigate(w.p.URL + "/ui#/s/" + string(s.ID)))
-	p.WaitFor(`document.querySelector("#prompt")`)
+	p, _ := w.openSession(t, "bypassPermissions")
 	send(p, "please print slowly")
 	live := `.card[data-call='toolu_live'] pre.out.live`
 	p.WaitFor(`document.querySelector(` + js(live) + `) && document.querySelector(` + js(live) + `).textContent.includes("LIVE-LINE-3") && document.querySelector(` + js(live) + `).textContent.includes("key=")`)

@@ -6,11 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/dshq/dsh/internal/chrometest"
-	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/serve/client"
+	"github.com/dshq/dsh/session"
 )
 
 // longAnswer is a long Markdown answer: paragraphs, a code block, a list
@@ -72,15 +70,7 @@ type layoutReport struct {
 // the next answer streams.
 func TestWebStreamNoLayoutShift(t *testing.T) {
 	w := startWeb(t)
-	c := client.New(w.p.URL, w.token)
-	s, err := c.CreateSession(context.Background(), api.CreateSession{Workspace: w.ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := chrometest.New(t, 1280, 800)
-	w.login(p)
-	p.Run(chromedp.Navigate(w.p.URL + "/ui#/s/" + string(s.ID)))
-	p.WaitFor(`document.querySelector("#prompt")`)
+	p, id := w.openSession(t, "")
 	// Earlier content above the streaming point.
 	for i := range 3 {
 		send(p, "hello there")
@@ -128,7 +118,7 @@ func TestWebStreamNoLayoutShift(t *testing.T) {
 	  new MutationObserver(() => requestAnimationFrame(() => window.__probe.tops.push(sc.scrollTop)))
 	    .observe(document.querySelector('#timeline'), {subtree: true, childList: true, characterData: true});
 	  return true; })()`)
-	if _, err := c.Send(context.Background(), s.ID, "please stream long again"); err != nil {
+	if _, err := client.New(w.p.URL, w.token).Send(context.Background(), session.ID(id), "please stream long again"); err != nil {
 		t.Fatal(err)
 	}
 	p.WaitFor(`document.querySelectorAll("#timeline .msg.assistant").length === 5 && document.querySelectorAll("#timeline .msg.assistant")[4].textContent.includes("LONG-END") && document.querySelector("#view-status").dataset.status !== "running"`)

@@ -201,10 +201,10 @@ func (w *Writer) open(s *session.Session) (*file, error) {
 			// a third of the transcript's cost per session in dsh serve).
 			fl, err = w.create(s, path, env)
 		}
-		if why != "" || errors.Is(err, fs.ErrExist) {
-			if why == "" {
-				why = "a transcript appeared beside no mark"
-			}
+		if errors.Is(err, fs.ErrExist) {
+			why = "a transcript appeared beside no mark"
+		}
+		if why != "" {
 			w.log.Info("transcript: rewriting the whole transcript", "path", path, "reason", why)
 			os.Remove(w.markPath(s.ID()))
 			fl, err = w.rewrite(s, path, env)

@@ -455,11 +455,8 @@ func (a *attached) liveRows(w int) (rows []string, crow, ccol int) {
 		rows = append(rows, in...)
 	}
 	status := a.st.Dim("remote " + string(a.o.ID) + " · enter sends (steers while a turn runs) · ctrl-d detaches")
-	switch a.ed.VimMode() {
-	case "NORMAL":
-		status = a.st.Accent("-- NORMAL --") + "  " + status
-	case "INSERT":
-		status = a.st.Dim("-- INSERT --") + "  " + status
+	if p := vimPiece(a.st, a.ed.VimMode()); p != "" {
+		status = p + "  " + status
 	}
 	if a.hint != "" && time.Now().Before(a.hintUntil) {
 		status = a.st.Warn(a.hint)

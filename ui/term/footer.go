@@ -67,13 +67,16 @@ func (u *ui) statePieces() []string {
 }
 
 // vimPiece names the prompt editor's vim mode when it is on, as vim
-// shows it; it comes first because it decides what a letter does.
-func (u *ui) vimPiece() string {
-	switch u.ed.VimMode() {
+// shows it; it comes first because it decides what a letter does. The
+// attached terminal shows it the same way.
+func (u *ui) vimPiece() string { return vimPiece(u.st, u.ed.VimMode()) }
+
+func vimPiece(st Styles, mode string) string {
+	switch mode {
 	case "NORMAL":
-		return u.st.Accent("-- NORMAL --")
+		return st.Accent("-- NORMAL --")
 	case "INSERT":
-		return u.st.Dim("-- INSERT --")
+		return st.Dim("-- INSERT --")
 	}
 	return ""
 }
