@@ -117,6 +117,17 @@ func TestSetGrows(t *testing.T) {
 	if string(out) != `["[REDACTED] [REDACTED]"]` {
 		t.Errorf("got %s", out)
 	}
+	// Known values again (as every session adding an MCP server adds its
+	// credentials) leave the set as it was: no rebuilt scrubber.
+	before := set.Scrubber()
+	set.Add("first-secret-1", "later-secret-2", " later-secret-2 ", "short")
+	if set.Scrubber() != before {
+		t.Error("adding known values rebuilt the scrubber")
+	}
+	set.Add("third-secret-3")
+	if out, _ := set.JSON([]byte(`"third-secret-3"`)); string(out) != `"[REDACTED]"` || set.Scrubber() == before {
+		t.Errorf("a new value after known ones: %s", out)
+	}
 	var nilSet *Set
 	if out, changed := nilSet.JSON([]byte(`"x"`)); changed || string(out) != `"x"` {
 		t.Error("a nil set changed the text")

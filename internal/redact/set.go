@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -23,15 +25,26 @@ func NewSet(values ...string) *Set {
 	return s
 }
 
-// Add makes values known secrets from now on.
+// Add makes values known secrets from now on. Values already known (or
+// too short to replace) change nothing: an MCP server's credentials are
+// added again by every session that adds the server, and the set must not
+// grow, nor its scrubber be rebuilt, with the sessions of a long-running
+// server.
 func (s *Set) Add(values ...string) {
 	if s == nil || len(values) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.values = append(s.values, values...)
-	s.cur.Store(New(s.values...))
+	n := len(s.values)
+	for _, v := range values {
+		if v = strings.TrimSpace(v); len(v) >= MinValue && !slices.Contains(s.values, v) {
+			s.values = append(s.values, v)
+		}
+	}
+	if len(s.values) > n || s.cur.Load() == nil {
+		s.cur.Store(New(s.values...))
+	}
 }
 
 // Scrubber is the set's current scrubber (never nil for a non-nil set).
