@@ -16,6 +16,9 @@ import (
 // reports it).
 func (c ServerConfig) secrets(lookup func(string) (string, bool)) []string {
 	x, _ := c.expanded(lookup)
+	// Everything goes through redact.EnvValues as NAME=value entries, under
+	// a credential name where the value is one by its place (a header, a
+	// flag), so the length floor and the URL-password split apply alike.
 	var env []string
 	for k, v := range x.Env {
 		env = append(env, k+"="+v)
@@ -53,9 +56,5 @@ func (c ServerConfig) secrets(lookup func(string) (string, bool)) []string {
 // authorization headers, cookies, and any header whose name says it holds
 // a key or token (X-API-Key, Private-Token).
 func secretHeader(name string) bool {
-	switch strings.ToLower(name) {
-	case "authorization", "proxy-authorization", "cookie":
-		return true
-	}
 	return redact.SecretName(strings.ReplaceAll(name, "-", "_"))
 }
