@@ -388,6 +388,11 @@ func Install(svc *llm.Service, cfg Config, env func(string) string, httpClient *
 	var owned *http.Transport
 	if httpClient == nil {
 		owned = http.DefaultTransport.(*http.Transport).Clone()
+		// net/http keeps two idle connections per host by default: with
+		// more sessions than that calling one provider at once (dsh serve,
+		// parallel subagents) every other call would dial, and over TLS
+		// handshake, again. Keep as many as the transport keeps in all.
+		owned.MaxIdleConnsPerHost = owned.MaxIdleConns
 		httpClient = &http.Client{Transport: owned}
 	}
 	var disposers []func()

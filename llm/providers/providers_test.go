@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -275,5 +277,80 @@ func TestAcceptsImages(t *testing.T) {
 		if got := AcceptsImages(cfg, model); got != want {
 			t.Errorf("AcceptsImages(%q) = %v, want %v", model, got, want)
 		}
+	}
+}
+
+// Many sessions calling one provider at once (dsh serve, parallel
+// subagents) keep their connections between calls: the second round of
+// concurrent calls dials nothing. With net/http's default of two idle
+// connections per host, all but two would be closed after each call and
+// dialled (over TLS, handshaken) again.
+func TestInstallKeepsConcurrentConnections(t *testing.T) {
+	body, err := fs.ReadFile(conformance.Transcripts("openai"), "text.sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var (
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+		conns   atomic.Int32
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		wait := all
+		if arrived++; arrived == n { // the round's last call releases them all
+			close(all)
+			arrived, all = 0, make(chan struct{})
+		}
+		mu.Unlock()
+		<-wait
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(body)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	cfg := Config{Providers: map[string]ProviderConfig{
+		"local": {Type: TypeOpenAI, BaseURL: srv.URL + "/v1", APIKeyEnv: "LOCAL_KEY", Models: []ModelConfig{{ID: "m"}}},
+	}}
+	svc := llm.NewService()
+	dispose, err := Install(svc, cfg, envOf(map[string]string{"LOCAL_KEY": "k"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dispose()
+	round := func() {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				stream, err := svc.Stream(context.Background(), &llm.Request{Model: "local/m",
+					Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.Text("hi")}}}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, err := range stream {
+					if err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	round()
+	if got := conns.Load(); got != n {
+		t.Fatalf("first round: %d connections for %d concurrent calls", got, n)
+	}
+	round()
+	if got := conns.Load(); got != n {
+		t.Errorf("second round dialled %d new connections, want none", got-n)
 	}
 }
