@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // BlockType discriminates content blocks.
@@ -83,21 +84,34 @@ func CloneBlocks(bs []Block) []Block {
 	return out
 }
 
-// TextOf concatenates the text blocks of content.
+// TextOf concatenates the text blocks of content. A tool result is
+// usually one text block of the whole output (20 KB and more), and several
+// callers (hooks, compaction, the adapters) ask for it every step: with one
+// text block its string is returned as it is, shared, not copied, and with
+// more the result is built in one allocation.
 func TextOf(content []Block) string {
-	var n int
-	for _, b := range content {
+	var n, texts, last int
+	for i, b := range content {
 		if b.Type == BlockText {
 			n += len(b.Text)
+			texts++
+			last = i
 		}
 	}
-	buf := make([]byte, 0, n)
+	switch texts {
+	case 0:
+		return ""
+	case 1:
+		return content[last].Text
+	}
+	var sb strings.Builder
+	sb.Grow(n)
 	for _, b := range content {
 		if b.Type == BlockText {
-			buf = append(buf, b.Text...)
+			sb.WriteString(b.Text)
 		}
 	}
-	return string(buf)
+	return sb.String()
 }
 
 type wireBlock struct {
