@@ -703,6 +703,22 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 	return Range{seqs[0], seqs[len(seqs)-1]}, err
 }
 
+// summarizes reports whether e is a checkpoint message compaction wrote,
+// known without its payload: a replace whose second source is this
+// package's summary event (see summarize). A checkpoint's payload (the
+// summary, kilobytes) leaves memory once stored, and latestInstructions
+// passes every earlier checkpoint of the turn at each compaction: decoding
+// them read each back from the store, O(compactions²) reads over a long
+// turn (540 MB of read buffers in a 5,000-step run with 119 summaries).
+// Anything else is decided from its payload, as before.
+func summarizes(s *session.Session, e session.Event) bool {
+	if e.SurfaceOp == nil || !e.SurfaceOp.Replace || len(e.SourceEventSeqs) < 2 {
+		return false
+	}
+	src, ok := s.Event(e.SourceEventSeqs[1])
+	return ok && src.Type == TypeSummary
+}
+
 func isCheckpoint(e session.Event) bool {
 	p, err := session.Decode[session.Prompt](e)
 	return err == nil && p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact"
@@ -761,6 +777,9 @@ func latestInstructions(s *session.Session) []instruction {
 				out = append(out, instruction{seq: e.Seq, tag: "steering", content: st.Content})
 			}
 		case session.TypeUserMessage:
+			if summarizes(s, e) {
+				return true
+			}
 			p, err := session.Decode[session.Prompt](e)
 			if err != nil || (p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact") {
 				return true
