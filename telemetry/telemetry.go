@@ -24,8 +24,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -106,10 +104,11 @@ func Start(ctx context.Context, o Options) (*Runtime, error) {
 	}
 	res := resource.NewSchemaless(attrs...)
 	if r.traces {
-		exp, err := otlptracehttp.New(ctx)
+		cfg, err := readOTLPConfig(env, "traces")
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: the OTLP trace exporter: %w", err)
+			return nil, err
 		}
+		exp := &traceExporter{c: newOTLPClient(cfg, "traces")}
 		r.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		otel.SetTracerProvider(r.tp)
 		otel.SetTextMapPropagator(propagation.TraceContext{})
@@ -117,11 +116,12 @@ func Start(ctx context.Context, o Options) (*Runtime, error) {
 	if r.metrics {
 		opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithView(durationBuckets)}
 		if exportMetrics {
-			exp, err := otlpmetrichttp.New(ctx)
+			cfg, err := readOTLPConfig(env, "metrics")
 			if err != nil {
 				r.shutdown(ctx)
-				return nil, fmt.Errorf("telemetry: the OTLP metric exporter: %w", err)
+				return nil, err
 			}
+			exp := &metricExporter{c: newOTLPClient(cfg, "metrics")}
 			var popts []sdkmetric.PeriodicReaderOption
 			if o.MetricInterval > 0 {
 				popts = append(popts, sdkmetric.WithInterval(o.MetricInterval))
