@@ -8,7 +8,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 )
@@ -33,7 +32,7 @@ type markdown struct {
 }
 
 func newMarkdown(plain bool, _ func(string) string) *markdown {
-	return &markdown{st: NewStyles(plain), plain: plain, md: goldmark.New(goldmark.WithExtensions(extension.GFM))}
+	return &markdown{st: NewStyles(plain), plain: plain, md: goldmark.New(goldmark.WithExtensions(gfm))}
 }
 
 func (m *markdown) palette() *codePalette {
@@ -53,10 +52,30 @@ func (m *markdown) Render(src string, width int) string {
 		width = 20
 	}
 	b := []byte(src)
-	doc := m.md.Parser().Parse(text.NewReader(b))
+	doc, ok := m.parse(b)
 	r := &mdRender{m: m, src: b, width: width - 2}
-	r.blocks(doc, "  ")
+	if !ok {
+		// goldmark panicked: show the text as written, wrapped.
+		for _, line := range strings.Split(src, "\n") {
+			r.wrap(line, "  ", "  ")
+		}
+	} else {
+		r.blocks(doc, "  ")
+	}
 	return strings.TrimRight(strings.Join(r.lines, "\n"), "\n ")
+}
+
+// parse runs goldmark, reporting a panic as !ok: goldmark v1.8.2's
+// fenced-code parser indexes out of range on "> \t~" (found by
+// TestGFMMatchesGoldmarkExtensionRandom), and text a model wrote must
+// not take the terminal down.
+func (m *markdown) parse(b []byte) (doc gast.Node, ok bool) {
+	defer func() {
+		if recover() != nil {
+			doc, ok = nil, false
+		}
+	}()
+	return m.md.Parser().Parse(text.NewReader(b)), true
 }
 
 type mdRender struct {
