@@ -22,7 +22,7 @@ import (
 // dsh's own OTLP/HTTP exporters: the otel project's otlptracehttp and
 // otlpmetrichttp pull gRPC, the protobuf runtime, genproto and
 // grpc-gateway into the binary (about 150 package initialisers and 1.4 MB
-// of text run by every dsh start); see docs/rfc/0040-own-otlp-exporter.md.
+// of text run by every dsh start); see docs/rfc/implemented/architecture/2026-12-04-own-otlp-exporter.md.
 
 // otlpConfig is one signal's export settings, read from the standard
 // OTEL_EXPORTER_OTLP_* variables as the OTel specification defines them.
