@@ -44,13 +44,9 @@ type Coordinator struct {
 	sessions *session.Live
 	opts     Options
 
-	// mu guards the maps and closed. Appends only read-lock it: every
-	// event of every session (each streamed chunk) passes through
-	// onAppended, and one exclusive lock shared by all of them queued
-	// sessions behind each other whenever its holder was descheduled.
-	mu      sync.RWMutex
+	mu      sync.Mutex
 	states  map[session.ID]*state
-	bufs    map[*session.Session]*pending
+	bufs    map[*session.Session][]session.Event
 	inits   map[*session.Session]*initRec
 	idLocks map[session.ID]*idLock
 	closed  bool
@@ -76,47 +72,6 @@ type state struct {
 	info    Info
 }
 
-// pending is one live session's buffer of announced events not yet
-// stored, under its own lock so sessions do not share one.
-type pending struct {
-	mu     sync.Mutex
-	events []session.Event
-	// dropped is set (under mu) when the buffer leaves c.bufs: an append
-	// that found it just before looks it up again.
-	dropped bool
-}
-
-// dropLocked removes s's buffer; c.mu is held exclusively.
-func (c *Coordinator) dropLocked(s *session.Session) {
-	if p := c.bufs[s]; p != nil {
-		p.mu.Lock()
-		p.dropped = true
-		p.mu.Unlock()
-		delete(c.bufs, s)
-	}
-}
-
-// len is how many events are buffered.
-func (p *pending) len() int {
-	if p == nil {
-		return 0
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.events)
-}
-
-// snapshot is the buffered events at this moment. Appends after it go past
-// its length and trims replace the slice, so it stays valid unlocked.
-func (p *pending) snapshot() []session.Event {
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.events
-}
-
 type initRec struct {
 	done chan struct{}
 	err  error
@@ -138,7 +93,7 @@ func Attach(scope *kernel.Scope, sessions *session.Live, backend Backend, opts O
 		sessions: sessions,
 		opts:     opts,
 		states:   map[session.ID]*state{},
-		bufs:     map[*session.Session]*pending{},
+		bufs:     map[*session.Session][]session.Event{},
 		inits:    map[*session.Session]*initRec{},
 		idLocks:  map[session.ID]*idLock{},
 	}
@@ -176,42 +131,21 @@ func (c *Coordinator) logf(format string, args ...any) {
 }
 
 func (c *Coordinator) onAppended(_ context.Context, a session.Appended) error {
-	// The copy is made before any lock; c.mu is only read-locked, to find
-	// the session's buffer (created once, kept until the session is
-	// released), and the append is under the buffer's own lock.
+	// The copy is made before taking c.mu, which every session's appends
+	// and flushes share: only the buffer's append is done under it.
 	e := a.Event.Clone()
-	for {
-		c.mu.RLock()
-		p, skip := c.bufs[a.Session], c.closed || c.refused(a.Session)
-		c.mu.RUnlock()
-		if skip {
-			return nil
-		}
-		if p == nil {
-			c.mu.Lock()
-			if c.closed || c.refused(a.Session) {
-				c.mu.Unlock()
-				return nil
-			}
-			if p = c.bufs[a.Session]; p == nil {
-				p = &pending{}
-				c.bufs[a.Session] = p
-			}
-			c.mu.Unlock()
-		}
-		p.mu.Lock()
-		if !p.dropped {
-			p.events = append(p.events, e)
-			p.mu.Unlock()
-			return nil
-		}
-		p.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.refused(a.Session) {
+		return nil
 	}
+	c.bufs[a.Session] = append(c.bufs[a.Session], e)
+	return nil
 }
 
 // refused reports whether the session's adoption was refused for good: it
 // will never be written, so buffering its events would only keep a second
-// copy of its log in memory. c.mu is held (a read lock suffices).
+// copy of its log in memory. c.mu is held.
 func (c *Coordinator) refused(s *session.Session) bool {
 	r := c.inits[s]
 	if r == nil {
@@ -264,14 +198,14 @@ func (c *Coordinator) lockID(ctx context.Context, id session.ID) (func(), error)
 }
 
 func (c *Coordinator) isClosed() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.closed
 }
 
 func (c *Coordinator) state(id session.ID) *state {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.states[id]
 }
 
@@ -325,7 +259,7 @@ func (c *Coordinator) initFor(ctx context.Context, s *session.Session) error {
 	switch {
 	case r.err != nil && refusal(r.err):
 		// Refused for good: what was buffered will never be written.
-		c.dropLocked(s)
+		delete(c.bufs, s)
 	case r.err != nil:
 		// Interrupted or failed (I/O, a lock another process holds), not
 		// refused: the next flush tries again.
@@ -409,7 +343,7 @@ func (c *Coordinator) adopt(ctx context.Context, s *session.Session, seed []sess
 			}
 			c.setState(id, nil)
 			c.mu.Lock()
-			c.dropLocked(st.owner)
+			delete(c.bufs, st.owner)
 			c.mu.Unlock()
 		}
 	}
@@ -449,10 +383,10 @@ func (c *Coordinator) adopt(ctx context.Context, s *session.Session, seed []sess
 
 // pendingLocked reports whether s has events that are not stored yet.
 func (c *Coordinator) pendingLocked(s *session.Session, st *state) bool {
-	c.mu.RLock()
-	p := c.bufs[s]
-	c.mu.RUnlock()
-	return p.len() > 0 || int64(s.Len()) > st.cursor
+	c.mu.Lock()
+	n := len(c.bufs[s])
+	c.mu.Unlock()
+	return n > 0 || int64(s.Len()) > st.cursor
 }
 
 // checkID refuses ids no backend can store faithfully: empty, or not valid
@@ -495,11 +429,10 @@ func (c *Coordinator) Flush(ctx context.Context, s *session.Session) error {
 // held.
 func (c *Coordinator) drainLocked(ctx context.Context, s *session.Session) error {
 	id := s.ID()
-	c.mu.RLock()
+	c.mu.Lock()
 	st := c.states[id]
-	p := c.bufs[s]
-	c.mu.RUnlock()
-	buf := p.snapshot()
+	buf := c.bufs[s]
+	c.mu.Unlock()
 	if st == nil || st.owner != s {
 		if len(buf) == 0 {
 			return nil
@@ -531,27 +464,18 @@ func (c *Coordinator) drainLocked(ctx context.Context, s *session.Session) error
 	if len(live) > 0 && c.snapshotDue(s, st, live) {
 		c.snapshot(ctx, s, st)
 	}
-	c.mu.RLock()
-	p = c.bufs[s]
-	c.mu.RUnlock()
-	if p != nil {
-		// The buffer itself stays (until the session is released) so the
-		// next append need not take c.mu exclusively; the stored events
-		// leave it. The slice is replaced, never cut in place: a snapshot
-		// taken before may still be read.
-		p.mu.Lock()
-		b := p.events
-		k := 0
-		for k < len(b) && b[k].Seq < st.cursor {
-			k++
-		}
-		if k == len(b) {
-			p.events = nil
-		} else if k > 0 {
-			p.events = append([]session.Event(nil), b[k:]...)
-		}
-		p.mu.Unlock()
+	c.mu.Lock()
+	b := c.bufs[s]
+	k := 0
+	for k < len(b) && b[k].Seq < st.cursor {
+		k++
 	}
+	if k == len(b) {
+		delete(c.bufs, s)
+	} else if k > 0 {
+		c.bufs[s] = append([]session.Event(nil), b[k:]...)
+	}
+	c.mu.Unlock()
 	return nil
 }
 
@@ -795,7 +719,7 @@ func (c *Coordinator) Release(ctx context.Context, id session.ID) error {
 			lost = err
 		}
 		c.mu.Lock()
-		c.dropLocked(st.owner)
+		delete(c.bufs, st.owner)
 		delete(c.inits, st.owner)
 		c.mu.Unlock()
 	}
@@ -838,9 +762,7 @@ func (c *Coordinator) close() error {
 	}
 	c.mu.Lock()
 	c.closed = true
-	for s := range c.bufs {
-		c.dropLocked(s)
-	}
+	c.bufs = map[*session.Session][]session.Event{}
 	c.mu.Unlock()
 	cerr := c.backend.Close()
 	if len(errs) > 0 {

@@ -59,9 +59,9 @@ func TestRefusedSessionIsNotBuffered(t *testing.T) {
 			}
 		}
 	}
-	c.mu.RLock()
-	n := c.bufs[s].len()
-	c.mu.RUnlock()
+	c.mu.Lock()
+	n := len(c.bufs[s])
+	c.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d events buffered for a session that can never be written", n)
 	}

@@ -145,7 +145,7 @@ func (c *Coordinator) dropOwner(ctx context.Context, id session.ID) error {
 		return err
 	}
 	c.mu.Lock()
-	c.dropLocked(st.owner)
+	delete(c.bufs, st.owner)
 	c.mu.Unlock()
 	return nil
 }
