@@ -357,4 +357,3 @@ func (e *metricExporter) Shutdown(context.Context) error {
 	e.mu.Unlock()
 	return nil
 }
-

@@ -21,7 +21,7 @@ import (
 // pbuf is a protobuf message under construction.
 type pbuf struct{ b []byte }
 
-func (p *pbuf) varint(v uint64) { p.b = binary.AppendUvarint(p.b, v) }
+func (p *pbuf) varint(v uint64)     { p.b = binary.AppendUvarint(p.b, v) }
 func (p *pbuf) tag(field, wire int) { p.varint(uint64(field)<<3 | uint64(wire)) }
 
 func (p *pbuf) uint(field int, v uint64) {
@@ -61,6 +61,20 @@ func (p *pbuf) double(field int, v float64, keep bool) {
 	}
 }
 
+// present writes a varint field even at zero: a oneof member is there
+// whatever its value.
+func (p *pbuf) present(field int, v uint64) {
+	p.tag(field, 0)
+	p.varint(v)
+}
+
+// presentStr writes a string field even when empty, as present does.
+func (p *pbuf) presentStr(field int, v string) {
+	p.tag(field, 2)
+	p.varint(uint64(len(v)))
+	p.b = append(p.b, v...)
+}
+
 func (p *pbuf) bytes(field int, v []byte) {
 	if len(v) != 0 {
 		p.tag(field, 2)
@@ -71,9 +85,7 @@ func (p *pbuf) bytes(field int, v []byte) {
 
 func (p *pbuf) str(field int, v string) {
 	if v != "" {
-		p.tag(field, 2)
-		p.varint(uint64(len(v)))
-		p.b = append(p.b, v...)
+		p.presentStr(field, v)
 	}
 }
 
@@ -101,27 +113,23 @@ func pbAttrs(p *pbuf, field int, attrs []attribute.KeyValue) {
 func pbValue(a *pbuf, v attribute.Value) {
 	switch v.Type() {
 	case attribute.BOOL:
-		a.tag(2, 0)
-		a.varint(b2u(v.AsBool()))
+		a.present(2, b2u(v.AsBool()))
 	case attribute.INT64:
-		a.tag(3, 0)
-		a.varint(uint64(v.AsInt64()))
+		a.present(3, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
 		a.double(4, v.AsFloat64(), true)
 	case attribute.STRING:
-		a.tag(1, 2)
-		a.varint(uint64(len(v.AsString())))
-		a.b = append(a.b, v.AsString()...)
+		a.presentStr(1, v.AsString())
 	case attribute.BOOLSLICE:
 		a.msg(5, func(arr *pbuf) {
 			for _, x := range v.AsBoolSlice() {
-				arr.msg(1, func(e *pbuf) { e.tag(2, 0); e.varint(b2u(x)) })
+				arr.msg(1, func(e *pbuf) { e.present(2, b2u(x)) })
 			}
 		})
 	case attribute.INT64SLICE:
 		a.msg(5, func(arr *pbuf) {
 			for _, x := range v.AsInt64Slice() {
-				arr.msg(1, func(e *pbuf) { e.tag(3, 0); e.varint(uint64(x)) })
+				arr.msg(1, func(e *pbuf) { e.present(3, uint64(x)) })
 			}
 		})
 	case attribute.FLOAT64SLICE:
@@ -133,7 +141,7 @@ func pbValue(a *pbuf, v attribute.Value) {
 	case attribute.STRINGSLICE:
 		a.msg(5, func(arr *pbuf) {
 			for _, x := range v.AsStringSlice() {
-				arr.msg(1, func(e *pbuf) { e.tag(1, 2); e.varint(uint64(len(x))); e.b = append(e.b, x...) })
+				arr.msg(1, func(e *pbuf) { e.presentStr(1, x) })
 			}
 		})
 	}
@@ -315,11 +323,9 @@ func encodeMetricsPB(rm *metricdata.ResourceMetrics) (out []byte, unsupported []
 			rp.msg(2, func(sp *pbuf) {
 				pbScope(sp, 1, sm.Scope)
 				for _, m := range sm.Metrics {
-					if !knownAggregation(m.Data) {
+					if !pbMetric(sp, 2, m) {
 						unsupported = append(unsupported, m.Name)
-						continue
 					}
-					sp.msg(2, func(mp *pbuf) { pbMetric(mp, m) })
 				}
 				sp.str(3, sm.Scope.SchemaURL)
 			})
@@ -329,32 +335,58 @@ func encodeMetricsPB(rm *metricdata.ResourceMetrics) (out []byte, unsupported []
 	return p.b, unsupported
 }
 
-func knownAggregation(a metricdata.Aggregation) bool {
-	switch a.(type) {
-	case metricdata.Sum[int64], metricdata.Sum[float64], metricdata.Gauge[int64], metricdata.Gauge[float64],
-		metricdata.Histogram[int64], metricdata.Histogram[float64]:
-		return true
-	}
-	return false
-}
-
-func pbMetric(mp *pbuf, m metricdata.Metrics) {
-	mp.str(1, m.Name)
-	mp.str(2, m.Description)
-	mp.str(3, m.Unit)
+// pbMetric writes m as a Metric in field, or nothing and false for an
+// aggregation OTLP encoding here does not know.
+func pbMetric(p *pbuf, field int, m metricdata.Metrics) bool {
+	var data func(*pbuf)
 	switch d := m.Data.(type) {
 	case metricdata.Gauge[int64]:
-		mp.msg(5, func(g *pbuf) { pbNumbers(g, d.DataPoints) })
+		data = pbGauge(d)
 	case metricdata.Gauge[float64]:
-		mp.msg(5, func(g *pbuf) { pbNumbers(g, d.DataPoints) })
+		data = pbGauge(d)
 	case metricdata.Sum[int64]:
-		mp.msg(7, func(s *pbuf) { pbNumbers(s, d.DataPoints); s.uint(2, otlpTemporality(d.Temporality)); s.boolean(3, d.IsMonotonic) })
+		data = pbSum(d)
 	case metricdata.Sum[float64]:
-		mp.msg(7, func(s *pbuf) { pbNumbers(s, d.DataPoints); s.uint(2, otlpTemporality(d.Temporality)); s.boolean(3, d.IsMonotonic) })
+		data = pbSum(d)
 	case metricdata.Histogram[int64]:
-		mp.msg(9, func(h *pbuf) { pbHistogram(h, d.DataPoints); h.uint(2, otlpTemporality(d.Temporality)) })
+		data = pbHistogramData(d)
 	case metricdata.Histogram[float64]:
-		mp.msg(9, func(h *pbuf) { pbHistogram(h, d.DataPoints); h.uint(2, otlpTemporality(d.Temporality)) })
+		data = pbHistogramData(d)
+	default:
+		return false
+	}
+	p.msg(field, func(mp *pbuf) {
+		mp.str(1, m.Name)
+		mp.str(2, m.Description)
+		mp.str(3, m.Unit)
+		data(mp)
+	})
+	return true
+}
+
+// Gauge{data_points=1} in Metric.gauge=5.
+func pbGauge[N int64 | float64](d metricdata.Gauge[N]) func(*pbuf) {
+	return func(mp *pbuf) { mp.msg(5, func(g *pbuf) { pbNumbers(g, d.DataPoints) }) }
+}
+
+// Sum{data_points=1, aggregation_temporality=2, is_monotonic=3} in Metric.sum=7.
+func pbSum[N int64 | float64](d metricdata.Sum[N]) func(*pbuf) {
+	return func(mp *pbuf) {
+		mp.msg(7, func(s *pbuf) {
+			pbNumbers(s, d.DataPoints)
+			s.uint(2, otlpTemporality(d.Temporality))
+			s.boolean(3, d.IsMonotonic)
+		})
+	}
+}
+
+// Histogram{data_points=1, aggregation_temporality=2} in Metric.histogram=9.
+func pbHistogramData[N int64 | float64](d metricdata.Histogram[N]) func(*pbuf) {
+	return func(mp *pbuf) {
+		mp.msg(9, func(h *pbuf) {
+			pbHistogram(h, d.DataPoints)
+			h.uint(2, otlpTemporality(d.Temporality))
+		})
 	}
 }
 
