@@ -87,12 +87,25 @@ type instruments struct {
 	toolTime   metric.Float64Histogram
 	errors     metric.Int64Counter
 
-	mu   sync.Mutex
+	// mu guards only the map: it is written at a turn's start and end and
+	// read-locked for the lookups of every other step, message, model and
+	// tool call. Each session's spans are under the session's own lock, so
+	// a holder descheduled mid-event (span and metric work, a payload's
+	// decode) stalls its own session, not every session in the process.
+	mu   sync.RWMutex
 	open map[session.ID]*openSession
 }
 
 // openSession is a session's open turn and step.
 type openSession struct {
+	// mu guards the fields below: a session's events arrive in order, but
+	// its parallel tool calls, its subagents' turns (which nest under its
+	// current span) and endAll reach it from other goroutines.
+	mu sync.Mutex
+	// closed is set once the turn is ended and counted, so an event that
+	// looked the session up just before its turn was closed (by endAll)
+	// neither counts it again nor opens a step no one will end.
+	closed    bool
 	parent    session.ID
 	turn      trace.Span
 	turnCtx   context.Context
@@ -135,28 +148,24 @@ func splitModel(ref string) (provider, model string) {
 }
 
 // event follows the session log: turn/start opens the turn's span,
-// step/start and step/end bracket a step's, turn/end closes both.
+// step/start and step/end bracket a step's, turn/end closes both. Payloads
+// are decoded before any lock is taken.
 func (in *instruments) event(_ context.Context, a session.Appended) error {
-	switch a.Event.Type {
-	case session.TypeTurnStart, session.TypeTurnEnd, session.TypeStepStart, session.TypeStepEnd, session.TypeAssistantMessage:
-	default:
-		return nil
-	}
 	id := a.Session.ID()
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	o := in.open[id]
 	switch a.Event.Type {
 	case session.TypeTurnStart:
 		ts, _ := session.Decode[session.TurnStart](a.Event)
-		if o != nil {
-			in.closeTurn(o, "interrupted", time.Now())
+		if old := in.take(id); old != nil {
+			old.mu.Lock()
+			in.closeTurn(old, "interrupted", time.Now())
+			old.mu.Unlock()
 		}
-		o = &openSession{parent: a.Session.Header().ParentSession, tools: map[llm.CallID]context.Context{}}
-		in.open[id] = o
+		o := &openSession{parent: a.Session.Header().ParentSession, tools: map[llm.CallID]context.Context{}}
 		parent := context.Background()
-		if p := in.open[o.parent]; p != nil {
+		if p := in.get(o.parent); p != nil {
+			p.mu.Lock()
 			parent = p.current()
+			p.mu.Unlock()
 		}
 		o.turnStart = time.Now()
 		o.turnCtx, o.turn = in.tracer.Start(parent, "invoke_agent dsh", trace.WithTimestamp(o.turnStart),
@@ -166,11 +175,20 @@ func (in *instruments) event(_ context.Context, a session.Appended) error {
 				attribute.String(attrConversation, string(id)),
 				attribute.Int("dsh.turn", ts.Turn),
 				attribute.String("dsh.turn.trigger", ts.Trigger.Kind)))
+		in.mu.Lock()
+		in.open[id] = o
+		in.mu.Unlock()
 	case session.TypeStepStart:
+		o := in.get(id)
 		if o == nil {
 			return nil
 		}
 		sb, _ := session.Decode[session.StepBoundary](a.Event)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.closed {
+			return nil
+		}
 		if o.step != nil {
 			o.step.End()
 		}
@@ -178,33 +196,63 @@ func (in *instruments) event(_ context.Context, a session.Appended) error {
 			attribute.String(attrConversation, string(id)),
 			attribute.Int("dsh.turn", sb.Turn), attribute.Int("dsh.step", sb.Step)))
 	case session.TypeStepEnd:
-		if o != nil && o.step != nil {
+		o := in.get(id)
+		if o == nil {
+			return nil
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.step != nil {
 			o.step.End()
 			o.step, o.stepCtx = nil, nil
 		}
 	case session.TypeAssistantMessage:
+		o := in.get(id)
 		if o == nil {
 			return nil
 		}
-		if m, err := session.Decode[session.AssistantMessage](a.Event); err == nil && m.Usage != nil {
-			o.usage.Add(*m.Usage)
+		m, err := session.Decode[session.AssistantMessage](a.Event)
+		if err != nil || m.Usage == nil {
+			return nil
 		}
+		o.mu.Lock()
+		o.usage.Add(*m.Usage)
+		o.mu.Unlock()
 	case session.TypeTurnEnd:
+		o := in.take(id)
 		if o == nil {
 			return nil
 		}
 		te, _ := session.Decode[session.TurnEnd](a.Event)
+		o.mu.Lock()
+		defer o.mu.Unlock()
 		if te.Reason.Kind == session.EndError {
 			o.turn.SetStatus(codes.Error, te.Reason.Message)
 		}
 		in.closeTurn(o, te.Reason.Kind, time.Now())
-		delete(in.open, id)
 	}
 	return nil
 }
 
+// get is the open turn of a session, nil when it has none.
+func (in *instruments) get(id session.ID) *openSession {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	return in.open[id]
+}
+
+// take removes a session's open turn and returns it: only its taker ends
+// and counts it.
+func (in *instruments) take(id session.ID) *openSession {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	o := in.open[id]
+	delete(in.open, id)
+	return o
+}
+
 // current is the innermost open span of a session: a running tool call,
-// else the step, else the turn.
+// else the step, else the turn (o.mu held).
 func (o *openSession) current() context.Context {
 	for _, c := range o.tools {
 		return c
@@ -215,8 +263,13 @@ func (o *openSession) current() context.Context {
 	return o.turnCtx
 }
 
-// closeTurn ends a turn's open spans and counts it (in.mu held).
+// closeTurn ends a turn's open spans and counts it (o.mu held, o taken
+// out of the map by the caller).
 func (in *instruments) closeTurn(o *openSession, reason string, now time.Time) {
+	if o.closed {
+		return
+	}
+	o.closed = true
 	if o.step != nil {
 		o.step.End(trace.WithTimestamp(now))
 		o.step, o.stepCtx = nil, nil
@@ -237,25 +290,32 @@ func (in *instruments) closeTurn(o *openSession, reason string, now time.Time) {
 // endAll ends every open span (the plugin is unloading).
 func (in *instruments) endAll() {
 	in.mu.Lock()
-	defer in.mu.Unlock()
+	all := in.open
+	in.open = map[session.ID]*openSession{}
+	in.mu.Unlock()
 	now := time.Now()
-	for id, o := range in.open {
+	for _, o := range all {
+		o.mu.Lock()
 		in.closeTurn(o, "interrupted", now)
-		delete(in.open, id)
+		o.mu.Unlock()
 	}
 }
 
 // parentOf is the span a session's next model or tool call nests under.
 func (in *instruments) parentOf(ctx context.Context, id string) context.Context {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if o := in.open[session.ID(id)]; o != nil {
-		if o.stepCtx != nil {
-			return o.stepCtx
-		}
-		return o.turnCtx
+	o := in.get(session.ID(id))
+	if o == nil {
+		return ctx
 	}
-	return ctx
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return ctx
+	}
+	if o.stepCtx != nil {
+		return o.stepCtx
+	}
+	return o.turnCtx
 }
 
 // stream wraps a model call in a chat span that ends with its stream.
@@ -366,17 +426,18 @@ func (in *instruments) tool(ctx context.Context, call tool.Call, next kernel.Nex
 	sctx, span := in.tracer.Start(in.parentOf(ctx, sid), "execute_tool "+call.Name, trace.WithTimestamp(start),
 		trace.WithAttributes(attribute.String(attrOperation, "execute_tool"), attribute.String(attrToolName, call.Name),
 			attribute.String(attrToolCallID, string(call.ID)), attribute.String(attrToolType, "function")))
-	in.mu.Lock()
-	if o := in.open[session.ID(sid)]; o != nil {
+	o := in.get(session.ID(sid))
+	if o != nil {
+		o.mu.Lock()
 		o.tools[call.ID] = sctx
+		o.mu.Unlock()
 	}
-	in.mu.Unlock()
 	res, err := next(ctx, call)
-	in.mu.Lock()
-	if o := in.open[session.ID(sid)]; o != nil {
+	if o != nil {
+		o.mu.Lock()
 		delete(o.tools, call.ID)
+		o.mu.Unlock()
 	}
-	in.mu.Unlock()
 	outcome := "ok"
 	switch {
 	case err != nil:
