@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
@@ -45,7 +44,7 @@ func FindHelper(exe string) (string, error) {
 	case st.Uid != sst.Uid && st.Uid != 0:
 		return "", fmt.Errorf("%s belongs to another user", p)
 	}
-	theirs, err := buildinfo.ReadFile(p)
+	theirs, err := readBuildInfo(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
