@@ -1,6 +1,13 @@
 //go:build linux
 
-package linux
+// Package seccompgen compiles the sandbox's seccomp filters with
+// go-seccomp-bpf. The filters depend only on the architecture, so on
+// amd64 sandbox/linux carries them compiled (seccomp_table_amd64.go,
+// written by this package through its test) and links neither this
+// package nor go-seccomp-bpf, whose system call tables (a 165 KB map
+// built at package initialisation) would otherwise be set up by every dsh
+// start (issue 25). Other architectures compile them here at run time.
+package seccompgen
 
 import (
 	"fmt"
@@ -57,15 +64,15 @@ func seccompPolicy() seccomp.Policy {
 	}
 }
 
-// seccompFilters compiles the two filters the helper loads on its locked
+// Filters compiles the two filters the helper loads on its locked
 // thread, in this order: one refusing system calls of a foreign
 // architecture (the 32-bit entry points of a 64-bit kernel would otherwise
 // pass the deny list unchecked) and clone3 (its flags are behind a
 // pointer no filter can read: refused with ENOSYS, C libraries fall back
 // to clone, whose flags the second filter sees), and the deny list
-// itself. They are compiled here, once per dsh, and sent in the plan: the
+// itself. dsh sends them to the helper in the plan: the
 // helper then links neither go-seccomp-bpf nor its system call tables.
-func seccompFilters() ([][]unix.SockFilter, error) {
+func Filters() ([][]unix.SockFilter, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, err
@@ -84,16 +91,16 @@ func seccompFilters() ([][]unix.SockFilter, error) {
 	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW})
 	archFilter, err := bpf.Assemble(prog)
 	if err != nil {
-		return nil, fmt.Errorf("architecture filter: %w", err)
+		return nil, fmt.Errorf("seccompgen: architecture filter: %w", err)
 	}
 	policy := seccompPolicy()
 	deny, err := policy.Assemble()
 	if err != nil {
-		return nil, fmt.Errorf("deny list: %w", err)
+		return nil, fmt.Errorf("seccompgen: deny list: %w", err)
 	}
 	denyFilter, err := bpf.Assemble(deny)
 	if err != nil {
-		return nil, fmt.Errorf("deny list: %w", err)
+		return nil, fmt.Errorf("seccompgen: deny list: %w", err)
 	}
 	return [][]unix.SockFilter{sockFilters(archFilter), sockFilters(denyFilter)}, nil
 }
