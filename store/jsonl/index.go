@@ -58,10 +58,12 @@ type index struct {
 	// once (O_APPEND makes each write land whole at the end), and locked
 	// by whatever replaces or reads f: 50 sessions flushing at once do not
 	// queue behind each other's write(2).
-	mu        sync.RWMutex
-	f         *os.File
-	puts      atomic.Int64
-	compactAt int64
+	mu   sync.RWMutex
+	f    *os.File
+	puts atomic.Int64
+	// compactAt is the index size above which it is compacted (0 until
+	// first measured); written with mu locked, read without.
+	compactAt atomic.Int64
 }
 
 // write appends buf to the index file, opening it when needed; false when
@@ -138,6 +140,9 @@ func (x *index) append(recs []record) {
 	if (x.puts.Add(1)-1)%int64(checkEvery) != 0 {
 		return
 	}
+	if !x.checkDue() {
+		return
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.reopenIfReplacedLocked()
@@ -148,16 +153,36 @@ func (x *index) append(recs []record) {
 	if err != nil {
 		return
 	}
-	if x.compactAt == 0 {
-		x.compactAt = max(minCompactBytes, 3*fi.Size())
+	if x.compactAt.Load() == 0 {
+		x.compactAt.Store(max(minCompactBytes, 3*fi.Size()))
 		return
 	}
-	if fi.Size() > x.compactAt {
+	if fi.Size() > x.compactAt.Load() {
 		recs, _ := x.readLocked()
 		if n, err := x.rewriteLocked(latest(recs)); err == nil {
-			x.compactAt = max(minCompactBytes, 3*n)
+			x.compactAt.Store(max(minCompactBytes, 3*n))
 		}
 	}
+}
+
+// checkDue reports whether the periodic check has work for the write
+// lock: the file was replaced, its size is not yet measured, or it grew
+// past the compaction size. Its two stats run read-locked — under the
+// write lock every session's record write queued behind them (and behind
+// their holder, when it was descheduled), at every checkEvery-th record.
+func (x *index) checkDue() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.f == nil {
+		return false
+	}
+	fi, err := x.f.Stat()
+	cur, cerr := os.Stat(x.path)
+	if err != nil || cerr != nil || !os.SameFile(fi, cur) {
+		return true
+	}
+	at := x.compactAt.Load()
+	return at == 0 || fi.Size() > at
 }
 
 // reopenIfReplacedLocked drops the append handle when the index file was
@@ -365,7 +390,7 @@ func (b *Backend) List(ctx context.Context, q store.Query) ([]store.Info, error)
 	if q.Cwd == "" && len(recs) > 2*len(current)+listSlack {
 		x.mu.Lock()
 		if n, err := x.rewriteLocked(current); err == nil {
-			x.compactAt = max(minCompactBytes, 3*n)
+			x.compactAt.Store(max(minCompactBytes, 3*n))
 		}
 		x.mu.Unlock()
 	} else {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dshq/dsh/llm"
@@ -198,5 +199,52 @@ func TestStaleLockFileDoesNotBlock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, locksDir, enc+".lock")); !os.IsNotExist(err) {
 		t.Fatalf("lock file still there after release: %v", err)
+	}
+}
+
+// TestIndexConcurrentFlushesAndCompaction flushes many sessions at once
+// with the index checked at every record and compacted whenever it grows
+// past a small size, so record writes, the read-locked size checks and
+// compactions interleave: the listing afterwards has every session with
+// every turn it flushed (a record lost to a compaction would show an older
+// turn count; a read of compactAt outside its lock fails under -race).
+func TestIndexConcurrentFlushesAndCompaction(t *testing.T) {
+	defer func(a, b int) { checkEvery, listSlack = a, b }(checkEvery, listSlack)
+	defer func(m int64) { minCompactBytes = m }(minCompactBytes)
+	checkEvery, listSlack, minCompactBytes = 1, 4, 2048
+	h := newHarness(t, t.TempDir(), Options{NoSync: true})
+	const sessions, turns = 12, 15
+	ss := make([]*session.Session, sessions)
+	for i := range ss {
+		ss[i] = h.live(session.ID(fmt.Sprintf("c%d", i)), "/w")
+	}
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Go(func() {
+			for turn := 1; turn <= turns; turn++ {
+				if err := storetest.Apply(h.ctx, s, []storetest.Op{storetest.TurnStart(turn), storetest.TurnEnd(turn)}); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := h.st.FlushSession(h.ctx, s); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := listIDs(t, h, store.Query{})
+	for _, s := range ss {
+		if in, ok := got[s.ID()]; !ok || in.Turns != turns {
+			t.Errorf("%s listed as %+v (present %v), want %d turns", s.ID(), in, ok, turns)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(h.root, indexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data, []byte("\n")); n >= sessions*turns {
+		t.Errorf("index has %d records after %d writes: never compacted", n, sessions*turns)
 	}
 }
