@@ -398,10 +398,12 @@ const maxParts = 4
 var minPartRows int64 = 20_000
 
 // readRange calls fn with every events row of id with lo <= seq < hi, in
-// seq order; text is nil for a value that is not text. A file database is read through a pooled [rawReader]; the
+// seq order; text is nil for a value that is not text, and with keep the
+// caller may keep it (otherwise it is valid only until fn returns, see
+// [rawReader.readRange]). A file database is read through a pooled [rawReader]; the
 // private in-memory database, which only the driver's one connection can
 // see, through the driver.
-func (b *Backend) readRange(ctx context.Context, id session.ID, lo, hi int64, fn func(seq int64, text []byte)) error {
+func (b *Backend) readRange(ctx context.Context, id session.ID, lo, hi int64, keep bool, fn func(seq int64, text []byte)) error {
 	if b.path == Memory {
 		return b.query(ctx, rangeQuery, []any{string(id), lo, hi}, 2, func(v []driver.Value) bool {
 			seq, _ := v[0].(int64)
@@ -425,7 +427,7 @@ func (b *Backend) readRange(ctx context.Context, id session.ID, lo, hi int64, fn
 		err = r.exec("PRAGMA mmap_size = 0; PRAGMA cache_size = -" + strconv.Itoa(scanCacheKiB))
 	}
 	if err == nil {
-		err = r.readRange(ctx, string(id), lo, hi, fn)
+		err = r.readRange(ctx, string(id), lo, hi, keep, fn)
 	}
 	if err == nil && scan {
 		err = r.exec(mmapPragma + "; PRAGMA cache_size = -2000")
@@ -500,7 +502,7 @@ func (b *Backend) readRows(ctx context.Context, id session.ID, n int64, split bo
 			end = math.MaxInt64
 		}
 		pos := lo
-		errs[i] = b.readRange(ctx, id, lo, end, func(seq int64, text []byte) {
+		errs[i] = b.readRange(ctx, id, lo, end, true, func(seq int64, text []byte) {
 			e, ok := eventjson.Parse(text)
 			if !ok {
 				e = session.Event{Seq: seq}

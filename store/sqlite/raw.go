@@ -112,10 +112,25 @@ func (r *rawReader) close() {
 // enough that a long load makes a few dozen allocations, not one per row.
 const arenaBlock = 1 << 20
 
+// scratchBlock is the first size of the one buffer a read that keeps
+// nothing reuses: most rows fit, and a larger one grows it.
+const scratchBlock = 16 << 10
+
+func blockSize(keep bool) int {
+	if keep {
+		return arenaBlock
+	}
+	return scratchBlock
+}
+
 // readRange calls fn for every events row of id with lo <= seq < hi, in
-// seq order. text is a copy the caller may keep (nothing writes it again);
-// it is nil for a value that is not text.
-func (r *rawReader) readRange(ctx context.Context, id string, lo, hi int64, fn func(seq int64, text []byte)) (err error) {
+// seq order; text is nil for a value that is not text. With keep, text is a
+// copy the caller may keep (nothing writes it again), in a shared arena
+// block. Without it, text is valid only until fn returns: one buffer is
+// reused for every row, for callers that copy what they keep anyway (a
+// scan's events are cloned for fn, so an arena would copy each row twice
+// and make a megabyte of garbage per megabyte read).
+func (r *rawReader) readRange(ctx context.Context, id string, lo, hi int64, keep bool, fn func(seq int64, text []byte)) (err error) {
 	tls, st := r.tls, r.stmt
 	defer func() {
 		sqlite3.Xsqlite3_reset(tls, st)
@@ -159,8 +174,11 @@ func (r *rawReader) readRange(ctx context.Context, id string, lo, hi int64, fn f
 		if p == 0 && size > 0 {
 			return errors.New("reading events: out of memory")
 		}
+		if !keep {
+			block = block[:0]
+		}
 		if cap(block)-len(block) < size {
-			block = make([]byte, 0, max(arenaBlock, size))
+			block = make([]byte, 0, max(blockSize(keep), size))
 		}
 		start := len(block)
 		block = append(block, unsafe.Slice((*byte)(cptr(p)), size)...)

@@ -18,7 +18,7 @@ func (b *Backend) ReadRange(ctx context.Context, id session.ID, from, to int64, 
 	}
 	next := from
 	var ferr error
-	err := b.readRange(ctx, id, from, to, func(seq int64, text []byte) {
+	err := b.readRange(ctx, id, from, to, false, func(seq int64, text []byte) {
 		if ferr != nil {
 			return
 		}
@@ -30,8 +30,8 @@ func (b *Backend) ReadRange(ctx context.Context, id session.ID, from, to int64, 
 			ferr = &store.CorruptError{Path: b.path, Seq: seq, Detail: fmt.Sprintf("row %d holds seq %d where %d was expected", seq, e.Seq, next)}
 		default:
 			next++
-			// A copy: text lives in a shared arena block, which one kept
-			// payload would otherwise pin whole.
+			// A copy: text is the reader's scratch buffer, which the
+			// next row overwrites.
 			ferr = fn(e.Clone())
 		}
 	})

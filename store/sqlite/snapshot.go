@@ -82,10 +82,10 @@ func (b *Backend) loadSnapshot(ctx context.Context, id session.ID) (*store.Store
 	}
 	var events []session.Event
 	var bad []bool
-	err = b.readRange(ctx, id, from, math.MaxInt64, func(seq int64, text []byte) {
+	err = b.readRange(ctx, id, from, math.MaxInt64, false, func(seq int64, text []byte) {
 		e, ok := eventjson.Parse(text)
 		if ok {
-			// A copy: text lives in a shared arena block.
+			// A copy: text is the reader's scratch buffer.
 			e = e.Clone()
 		} else {
 			e = session.Event{Seq: seq}
