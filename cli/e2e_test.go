@@ -35,8 +35,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The terminal tests of package cli (same test binary) run this one
-	// binary instead of building their own.
-	os.Setenv("DSH_TEST_BIN", dshBin)
+	// binary instead of building their own — or the DSH_TEST_BIN given, to
+	// see them fail on an older build.
+	if os.Getenv("DSH_TEST_BIN") == "" {
+		os.Setenv("DSH_TEST_BIN", dshBin)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

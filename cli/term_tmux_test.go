@@ -28,6 +28,7 @@ type scriptModel struct {
 	mu       sync.Mutex
 	replies  []string
 	requests []map[string]any
+	raw      [][]byte // the request bodies as they arrived
 }
 
 func newScriptModel(t *testing.T, replies ...string) (*scriptModel, string) {
@@ -47,6 +48,7 @@ func (m *scriptModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(b, &body)
 	m.mu.Lock()
 	m.requests = append(m.requests, body)
+	m.raw = append(m.raw, b)
 	reply := chatText("Done.", 10, 1)
 	if len(m.replies) > 0 {
 		reply, m.replies = m.replies[0], m.replies[1:]

@@ -1,6 +1,8 @@
 package term
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -42,8 +44,17 @@ func contextParts(req *llm.Request) []contextPart {
 		}
 	}
 	var builtin, mcp, nb, nm int
+	var params bytes.Buffer
 	for _, t := range req.Tools {
-		n := quarter(len(t.Name)) + quarter(len(t.Description)) + quarter(len(t.Parameters))
+		// A schema is sent compact (the adapters marshal it with
+		// encoding/json): the indentation some tools write theirs with
+		// never reaches the model.
+		params.Reset()
+		if json.Compact(&params, t.Parameters) != nil {
+			params.Reset()
+			params.Write(t.Parameters)
+		}
+		n := quarter(len(t.Name)) + quarter(len(t.Description)) + quarter(params.Len())
 		if strings.HasPrefix(t.Name, "mcp__") {
 			mcp, nm = mcp+n, nm+1
 		} else {
