@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/agent"
+	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/serve/api"
 	"github.com/dshq/dsh/serve/tokens"
@@ -201,10 +202,10 @@ func (s *Server) ExecuteRun(ctx context.Context, spec RunSpec) (string, error) {
 		}
 	}
 	if text, ok := completedAnswer(sess, 0); ok {
-		return text, nil
+		return text, s.saved(ctx, e, a, spec)
 	}
 	if text, ok := answerBeforeDeath(ctx, sess, runRef(spec.Run)); ok {
-		return text, nil
+		return text, s.saved(ctx, e, a, spec)
 	}
 	from := int64(sess.Len())
 	if err := submitRun(ctx, a, spec); err != nil {
@@ -228,7 +229,52 @@ func (s *Server) ExecuteRun(ctx context.Context, spec RunSpec) (string, error) {
 		return "", fmt.Errorf("serve: run %d: the turn ended %s", spec.Run, msg)
 	}
 	text, _ := completedAnswer(sess, from)
+	if err := s.saved(ctx, e, a, spec); err != nil {
+		return "", err
+	}
 	return text, nil
+}
+
+// saveTimeout bounds the checkpoint of an answered attempt. It does not end
+// with the attempt's context: a turn that has ended is worth saving even
+// while the worker stops.
+const saveTimeout = time.Minute
+
+// saved is the last step of every answered attempt: the session's events,
+// its turn/end among them, are written to the store before the attempt
+// reports the answer. The caller completes the River job on success, and
+// every other worker (and a client asking any of them) reads the session
+// from the store: a turn/end in this process's memory is not theirs yet,
+// and a worker killed before its buffer is written would lose a turn its
+// run was reported for. The agent loop's own final checkpoint may still be
+// writing; this one waits for it (the store serializes a session's
+// flushes) and writes what it left. A failure fails the attempt, so River
+// retries it, and the retry reports the answer once it is stored.
+//
+// The entry's load lock keeps the session from being evicted meanwhile;
+// one evicted already was flushed by its disposal, which may have failed
+// unheard, so the attempt fails and the retry reads the store.
+func (s *Server) saved(ctx context.Context, e *entry, a agent.Agent, spec RunSpec) error {
+	e.load.Lock()
+	defer e.load.Unlock()
+	e.mu.Lock()
+	var host *app.App
+	if e.h != nil && e.h.Agent == a && e.ws != nil {
+		host = e.ws.app
+	}
+	e.mu.Unlock()
+	if host == nil {
+		return fmt.Errorf("serve: run %d: session %s left memory before its turn was saved", spec.Run, spec.Session)
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	if err := host.Host.Sessions.FlushSession(fctx, a.Session()); err != nil {
+		return fmt.Errorf("serve: run %d: its turn is not saved: %w", spec.Run, err)
+	}
+	if lost := host.LeaseLost(spec.Session); lost != nil {
+		return fmt.Errorf("serve: run %d: %w", spec.Run, lost)
+	}
+	return nil
 }
 
 // runRef is the ref a run's prompt carries (llm.Source.Ref), so a later
