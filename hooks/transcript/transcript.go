@@ -58,7 +58,11 @@ type Writer struct {
 	log     *slog.Logger
 	live    *session.Live
 
-	mu    sync.Mutex
+	// mu guards files. Every event of every session looks its transcript
+	// up here, so the lookup is read-locked: under an exclusive lock each
+	// streamed chunk of 50 sessions queued behind the others' lookups (and
+	// a descheduled holder's). Each file has its own lock for its writes.
+	mu    sync.RWMutex
 	files map[session.ID]*file
 }
 
@@ -174,9 +178,9 @@ func (w *Writer) created(_ context.Context, s *session.Session) error {
 }
 
 func (w *Writer) appended(_ context.Context, ap session.Appended) error {
-	w.mu.Lock()
+	w.mu.RLock()
 	fl := w.files[ap.Session.ID()]
-	w.mu.Unlock()
+	w.mu.RUnlock()
 	if fl == nil {
 		return nil
 	}
