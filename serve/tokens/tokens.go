@@ -58,7 +58,12 @@ type file struct {
 type Store struct {
 	path string
 
-	mu    sync.Mutex
+	// mu guards stamp and byID. Every request of every client checks its
+	// token, and the stat that tells whether the file changed runs before
+	// any lock: under one exclusive lock held across that stat, requests
+	// queued behind each other (and behind a descheduled holder). Only a
+	// changed file takes the write lock, to read it again.
+	mu    sync.RWMutex
 	stamp string // the file's mtime and size when last read
 	byID  map[string]Token
 }
@@ -180,12 +185,7 @@ func (s *Store) Check(raw string) (Token, bool) {
 	if !ok {
 		return Token{}, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.refreshLocked(); err != nil {
-		return Token{}, false
-	}
-	t, ok := s.byID[id]
+	t, ok := s.lookup(id)
 	if !ok || !matches(t, raw) {
 		return Token{}, false
 	}
@@ -196,28 +196,57 @@ func (s *Store) Check(raw string) (Token, bool) {
 // with this hash: what a web log-in, which keeps no secret, checks on
 // every request, so revoking the token (or replacing it) ends the log-in.
 func (s *Store) Current(id, hash string) (Token, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.refreshLocked() != nil {
-		return Token{}, false
-	}
-	t, ok := s.byID[id]
+	t, ok := s.lookup(id)
 	if !ok || subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
 		return Token{}, false
 	}
 	return t, true
 }
 
-func (s *Store) refreshLocked() error {
+// lookup finds a token by id in the file as it is now: false when the
+// file has no such token or cannot be read.
+func (s *Store) lookup(id string) (Token, bool) {
+	stamp, err := s.statStamp()
+	if err != nil || stamp == "" {
+		return Token{}, false
+	}
+	s.mu.RLock()
+	if stamp == s.stamp && s.byID != nil {
+		t, ok := s.byID[id]
+		s.mu.RUnlock()
+		return t, ok
+	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refreshLocked() != nil {
+		return Token{}, false
+	}
+	t, ok := s.byID[id]
+	return t, ok
+}
+
+// statStamp is the file's mtime and size ("" when there is no file).
+func (s *Store) statStamp() (string, error) {
 	st, err := os.Stat(s.path)
 	if errors.Is(err, os.ErrNotExist) {
-		s.byID, s.stamp = nil, ""
-		return nil
+		return "", nil
 	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprint(st.ModTime().UnixNano(), st.Size()), nil
+}
+
+func (s *Store) refreshLocked() error {
+	stamp, err := s.statStamp()
 	if err != nil {
 		return err
 	}
-	stamp := fmt.Sprint(st.ModTime().UnixNano(), st.Size())
+	if stamp == "" {
+		s.byID, s.stamp = nil, ""
+		return nil
+	}
 	if stamp == s.stamp && s.byID != nil {
 		return nil
 	}
