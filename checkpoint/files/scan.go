@@ -74,15 +74,26 @@ type Options struct {
 // what the previous scan of each root saw (a stat cache, as git's index
 // does), so a scan reads and hashes only files whose size, times, inode or
 // mode changed; everything else costs one stat. It is safe for concurrent
-// use; scans run one at a time.
+// use, and scans run at once: the sessions of one workspace share its
+// scanner, and under one lock held for a whole walk each session's
+// checkpoint queued behind every other's.
+//
+// A walk only reads the previous state it starts from (a dirState is never
+// changed once kept) and builds a new one, so concurrent walks of one root
+// each see the tree as it is; the state kept for the next scan is that of
+// the scan that started last, whose racy marks are relative to its own
+// start like any other's.
 type Scanner struct {
 	store *Store
 	opts  Options
 	base  *search.IgnoreRules
 	skip  map[string]bool
 
+	// mu guards the maps below; it is held only to read or replace an
+	// entry, never across a walk.
 	mu     sync.Mutex
 	roots  map[string]*dirState
+	at     map[string]int64 // the start (UnixNano) of the scan roots[root] is from
 	extras map[string]*ientry
 	loaded map[string]bool
 }
@@ -125,7 +136,7 @@ func NewScanner(store *Store, opts Options) *Scanner {
 		}
 	}
 	return &Scanner{store: store, opts: opts, base: search.ParseIgnore([]byte(strings.Join(lines, "\n"))), skip: skip,
-		roots: map[string]*dirState{}, extras: map[string]*ientry{}, loaded: map[string]bool{}}
+		roots: map[string]*dirState{}, at: map[string]int64{}, extras: map[string]*ientry{}, loaded: map[string]bool{}}
 }
 
 // Store is the store the scanner writes into.
@@ -161,18 +172,15 @@ type Result struct {
 // (absolute paths of single files, recorded whatever the ignore rules say,
 // absent ones included), stores it, and returns the checkpoint.
 func (sc *Scanner) Scan(ctx context.Context, roots, extras []string) (Result, error) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
 	start := sc.opts.Clock()
 	w := &walk{sc: sc, ctx: ctx, start: start.UnixNano(), sem: make(chan struct{}, scanWorkers)}
 	cp := Checkpoint{Version: CheckpointVersion}
 	for _, root := range outermost(roots) {
-		sc.load(root)
-		st, err := w.root(root, sc.roots[root])
+		st, err := w.root(root, sc.prev(root))
 		if err != nil {
 			return Result{}, err
 		}
-		sc.roots[root] = st
+		sc.keep(root, st, w.start)
 		cp.Roots = append(cp.Roots, Root{Path: root, Tree: st.tree})
 	}
 	cp.Limited = w.n.limited.Load()
@@ -191,6 +199,44 @@ func (sc *Scanner) Scan(ctx context.Context, roots, extras []string) (Result, er
 		w.n.stored.Add(1)
 	}
 	return Result{ID: id, Checkpoint: cp, Stats: w.n.stats()}, nil
+}
+
+// prev is the state the last scan of root left (read from the saved
+// index at the first scan), nil when there is none.
+func (sc *Scanner) prev(root string) *dirState {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.load(root)
+	return sc.roots[root]
+}
+
+// keep makes st the state the next scan of root starts from, unless a scan
+// that started later has already left its own.
+func (sc *Scanner) keep(root string, st *dirState, start int64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if at, ok := sc.at[root]; ok && at > start {
+		return
+	}
+	sc.roots[root], sc.at[root] = st, start
+}
+
+// extra is what the last scan recorded of an extra path, nil when none.
+func (sc *Scanner) extra(p string) *ientry {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.extras[p]
+}
+
+// keepExtra records (or, with nil, forgets) what a scan saw of an extra.
+func (sc *Scanner) keepExtra(p string, e *ientry) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if e == nil {
+		delete(sc.extras, p)
+		return
+	}
+	sc.extras[p] = e
 }
 
 // outermost cleans roots, drops duplicates and roots inside another, and
@@ -718,13 +764,10 @@ func (w *walk) extras(paths []string) (Hash, error) {
 		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			ents = append(ents, Entry{Name: p, Kind: Absent})
-			delete(w.sc.extras, p)
+			w.sc.keepExtra(p, nil)
 			continue
 		}
-		var was *ientry
-		if x := w.sc.extras[p]; x != nil {
-			was = x
-		}
+		was := w.sc.extra(p)
 		var e ientry
 		var st unix.Stat_t
 		ok := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
@@ -759,11 +802,11 @@ func (w *walk) extras(paths []string) (Hash, error) {
 		unix.Close(fd)
 		if !ok {
 			ents = append(ents, Entry{Name: p, Kind: Absent})
-			delete(w.sc.extras, p)
+			w.sc.keepExtra(p, nil)
 			continue
 		}
 		x := e
-		w.sc.extras[p] = &x
+		w.sc.keepExtra(p, &x)
 		ents = append(ents, e.Entry)
 	}
 	sortEntries(ents)
