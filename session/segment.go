@@ -12,7 +12,10 @@ import "slices"
 // Events that kept only a small payload (step and turn markers, tool
 // calls, checkpoints: a few a step) are packed the same way with their
 // payload's bytes in one buffer of the segment, so a step no longer holds
-// a whole Event for each of them.
+// a whole Event for each of them. A surface op and sources are packed
+// beside them (messages and results taken off the surface: a few a step,
+// for the life of the session), so only events still holding a large
+// payload stay whole.
 // A segment is never changed once handed to a reader: Release replaces it.
 type segment struct {
 	ev []Event  // the events, unless packed
@@ -35,6 +38,14 @@ type packing struct {
 	end  []uint32
 	at   []uint8 // indexes of the events kept whole, ascending
 	full []Event
+	// The surface ops and sources of packed events that have them: opAt
+	// and srcAt are their indexes, ascending; event srcAt[j]'s sources are
+	// srcs[srcEnd[j-1]:srcEnd[j]].
+	opAt   []uint8
+	ops    []SurfaceOp
+	srcAt  []uint8
+	srcEnd []uint32
+	srcs   []int64
 }
 
 const (
@@ -71,9 +82,21 @@ func (g segment) at(i int) Event {
 			start = p.end[i-1]
 		}
 		e.Type, e.Data = p.types[k&^held], p.data[start:p.end[i]:p.end[i]]
-		return e
+	} else {
+		e.Type, e.back = p.types[k], p.back
 	}
-	e.Type, e.back = p.types[k], p.back
+	// An event's op and sources are shared with the packing, like its
+	// payload: logged data is read-only by contract.
+	if j, ok := slices.BinarySearch(p.opAt, uint8(i)); ok {
+		e.SurfaceOp = &p.ops[j]
+	}
+	if j, ok := slices.BinarySearch(p.srcAt, uint8(i)); ok {
+		start := uint32(0)
+		if j > 0 {
+			start = p.srcEnd[j-1]
+		}
+		e.SourceEventSeqs = p.srcs[start:p.srcEnd[j]:p.srcEnd[j]]
+	}
 	return e
 }
 
@@ -97,22 +120,22 @@ func (g segment) events() []Event {
 }
 
 // bare reports whether e holds nothing a packed segment drops: it is a
-// released event with no payload, op or sources.
+// released event with no payload.
 func bare(e Event) bool {
-	return e.Data == nil && e.back != nil && e.msg == nil && e.SurfaceOp == nil && e.SourceEventSeqs == nil
+	return e.Data == nil && e.back != nil && e.msg == nil
 }
 
 // slight reports whether e is packed with its payload: one kept (small, or
-// not released yet) with no op or sources.
+// not released yet).
 func slight(e Event) bool {
-	return e.Data != nil && len(e.Data) <= smallPayload && e.msg == nil && e.SurfaceOp == nil && e.SourceEventSeqs == nil
+	return e.Data != nil && len(e.Data) <= smallPayload && e.msg == nil
 }
 
 // pack returns the packed form of released events evs (whose first seq
 // is evs[0].Seq), or evs as they are when packing saves nothing or a
 // segment has more distinct types than an index holds.
 func pack(evs []Event) segment {
-	n, size := 0, 0
+	n, size, ops, withSrcs, srcs := 0, 0, 0, 0, 0
 	for _, e := range evs {
 		switch {
 		case bare(e):
@@ -120,6 +143,15 @@ func pack(evs []Event) segment {
 		case slight(e):
 			n++
 			size += len(e.Data)
+		default:
+			continue
+		}
+		if e.SurfaceOp != nil {
+			ops++
+		}
+		if e.SourceEventSeqs != nil {
+			withSrcs++
+			srcs += len(e.SourceEventSeqs)
 		}
 	}
 	if n < len(evs)/4 || len(evs) == 0 {
@@ -127,6 +159,12 @@ func pack(evs []Event) segment {
 	}
 	p := &packing{first: evs[0].Seq, kind: make([]uint8, len(evs)), time: make([]int64, len(evs)),
 		end: make([]uint32, len(evs)), data: make([]byte, 0, size)}
+	if ops > 0 {
+		p.opAt, p.ops = make([]uint8, 0, ops), make([]SurfaceOp, 0, ops)
+	}
+	if withSrcs > 0 {
+		p.srcAt, p.srcEnd = make([]uint8, 0, withSrcs), make([]uint32, 0, withSrcs)
+	}
 	index := map[string]uint8{}
 	for i, e := range evs {
 		p.time[i] = e.Time
@@ -156,6 +194,16 @@ func pack(evs []Event) segment {
 		}
 		p.kind[i] = k
 		p.end[i] = uint32(len(p.data))
+		if e.SurfaceOp != nil {
+			p.opAt, p.ops = append(p.opAt, uint8(i)), append(p.ops, *e.SurfaceOp)
+		}
+		if e.SourceEventSeqs != nil {
+			if p.srcs == nil {
+				p.srcs = make([]int64, 0, srcs) // not nil: an empty list stays one
+			}
+			p.srcs = append(p.srcs, e.SourceEventSeqs...)
+			p.srcAt, p.srcEnd = append(p.srcAt, uint8(i)), append(p.srcEnd, uint32(len(p.srcs)))
+		}
 	}
 	return segment{pk: p}
 }

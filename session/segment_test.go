@@ -175,3 +175,72 @@ func TestSmallPayloadsArePacked(t *testing.T) {
 		t.Fatalf("Log differs from the appended events:\n%s", diff)
 	}
 }
+
+// Surface events that no longer hold a large payload (messages and results
+// a replace took off the surface, a summary with its sources) are packed
+// with their surface op and sources instead of kept whole, and every view
+// of the log still gives each event's op and sources as appended.
+func TestReleasedSurfaceEventsArePacked(t *testing.T) {
+	c := &copyStore{}
+	s := streamedSession(t, c, 120, 4) // 842 events
+	summary := appendSurface(t, s, session.TypeContextMessage, session.Prompt{Content: text("summary")},
+		session.ReplaceOp(1, 568), 3, 5, 7) // through step 80's result
+	w := s.Writer(ownership.Fixtures)
+	for i := range 100 { // past the end of the summary's segment
+		id := llm.CallID(fmt.Sprintf("t%d", i))
+		if _, err := w.AppendSurface(ctx, session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 200 + i,
+			Content: []llm.Block{{Type: llm.BlockToolCall, ID: id, Name: "read", Arguments: `{}`}}}, session.AppendOp, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.AppendSurface(ctx, session.TypeToolResult, session.ToolResult{CallID: id, Content: text(strings.Repeat("z", 1000))}, session.AppendOp, []int64{int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := s.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMsgs := append([]llm.Message(nil), msgs...)
+	s.Release(int64(s.Len()))
+	released := s.Released()
+	if released <= int(summary.Seq) {
+		t.Fatalf("released through %d; the test needs the summary (%d) released", released, summary.Seq)
+	}
+	large := 0 // events of released segments that still hold a large payload: results the summary left
+	for _, e := range c.events[:released] {
+		if e.Seq > summary.SurfaceOp.End && e.Type == session.TypeToolResult {
+			large++
+		}
+	}
+	if _, whole := s.Packed(); whole > large {
+		t.Fatalf("%d released events kept whole; want at most the %d results still on the surface", whole, large)
+	}
+	got, ok := s.Event(summary.Seq)
+	if !ok || !sameHeld(summary, got) || got.IsReleased() {
+		t.Fatalf("the packed summary = %+v; want %+v with its payload", got, summary)
+	}
+	now := s.Events()
+	for i := range c.events {
+		if !sameHeld(c.events[i], now[i]) {
+			t.Fatalf("Events[%d] = %+v, want %+v less its payload", i, now[i], c.events[i])
+		}
+	}
+	i := released - 1
+	s.Backward(int64(released), func(e session.Event) bool {
+		if !sameHeld(c.events[i], e) {
+			t.Fatalf("Backward: event %d = %+v", i, e)
+		}
+		i--
+		return i >= 0
+	})
+	log, err := s.Log(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c.events, log, cmp.Comparer(sameEvent)); diff != "" {
+		t.Fatalf("Log differs from the appended events:\n%s", diff)
+	}
+	if got, _ := s.Messages(); !cmp.Equal(wantMsgs, got) {
+		t.Fatal("the history changed when its segments were packed")
+	}
+}
