@@ -54,11 +54,10 @@ type Backend struct {
 	opts Options
 	idx  *index
 
-	// mu guards handles, locking, closed and the handles' path and offs.
-	// It is read-locked by the lookups every write makes (handle, pathOf):
-	// each of 50 sessions' step flushes takes it several times, and an
-	// exclusive lock queued them all behind any holder the scheduler
-	// descheduled.
+	// mu guards handles, locking and closed. It is read-locked by the
+	// lookup every write makes (handle): each of 50 sessions' step flushes
+	// takes it, and an exclusive lock queued them all behind any holder the
+	// scheduler descheduled. A handle's own fields have the handle's lock.
 	mu      sync.RWMutex
 	handles map[session.ID]*handle
 	// locking holds the ids whose lock file is being taken (outside mu);
@@ -69,7 +68,11 @@ type Backend struct {
 
 // handle is a session this backend holds the writer lock of.
 type handle struct {
-	lock  *flock.Lock
+	lock *flock.Lock
+	// mu guards path, offs and offsFrom: they are written by the session's
+	// writer and by a load or read of the session (which a viewer may run
+	// concurrently), never by another session's.
+	mu    sync.Mutex
 	path  string   // the log file, once known
 	f     *os.File // open for writing, once used
 	size  int64    // the committed size, when known
@@ -77,7 +80,7 @@ type handle struct {
 	// offs[i] is the byte offset of the line of seq offsFrom+i in path,
 	// for the events this process read or wrote (nil when unknown, as
 	// after a repair); ReadRange seeks with it. offsFrom is 0 unless the
-	// session was loaded from a snapshot. Guarded by Backend.mu.
+	// session was loaded from a snapshot.
 	offs     []int64
 	offsFrom int64
 }
@@ -300,6 +303,13 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
+// held is the handle of a session this backend holds, nil when none.
+func (b *Backend) held(id session.ID) *handle {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.handles[id]
+}
+
 func (b *Backend) handle(id session.ID) (*handle, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -398,14 +408,16 @@ func (b *Backend) load(id session.ID, p string) (*store.Stored, error) {
 	// A locked session's later repair and appends must go to the file
 	// that was read (the torn offset is an offset into it), even when the
 	// same id also exists in another bucket.
-	b.mu.Lock()
-	if h := b.handles[id]; h != nil && (h.path == "" || h.path == p) {
-		h.path = p
-		if st.Torn == nil {
-			h.offs, h.offsFrom = sc.offs, 0
+	if h := b.held(id); h != nil {
+		h.mu.Lock()
+		if h.path == "" || h.path == p {
+			h.path = p
+			if st.Torn == nil {
+				h.offs, h.offsFrom = sc.offs, 0
+			}
 		}
+		h.mu.Unlock()
 	}
-	b.mu.Unlock()
 	return st, nil
 }
 
@@ -435,17 +447,17 @@ func (b *Backend) pathFor(h *handle, hd session.Header) (string, error) {
 }
 
 // A handle's path is written by its owner and, once, by a load of the
-// session (which a viewer may run concurrently): both under b.mu.
+// session (which a viewer may run concurrently): both under h.mu.
 func (b *Backend) pathOf(h *handle) string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	return h.path
 }
 
 func (b *Backend) setPath(h *handle, p string) {
-	b.mu.Lock()
+	h.mu.Lock()
 	h.path = p
-	b.mu.Unlock()
+	h.mu.Unlock()
 }
 
 // AppendBatch implements [store.Backend].
@@ -569,9 +581,9 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	}
 	b.setPath(h, final)
 	h.size, h.known = size, true
-	b.mu.Lock()
+	h.mu.Lock()
 	h.offs, h.offsFrom = offs, 0
-	b.mu.Unlock()
+	h.mu.Unlock()
 	b.idx.put(final, h.size, batch.Info)
 	return nil
 }
@@ -622,7 +634,7 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 		}
 		return fmt.Errorf("jsonl: appending to %s: %w", p, err)
 	}
-	b.mu.Lock()
+	h.mu.Lock()
 	if h.offs != nil && len(events) > 0 && h.offsFrom+int64(len(h.offs)) == events[0].Seq {
 		for _, o := range offs {
 			h.offs = append(h.offs, h.size+o)
@@ -630,7 +642,7 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 	} else {
 		h.offs = nil // not contiguous with what is known: forget it
 	}
-	b.mu.Unlock()
+	h.mu.Unlock()
 	h.size += n
 	return nil
 }
@@ -649,9 +661,9 @@ func (b *Backend) CommitRepair(ctx context.Context, r store.Repair) error {
 	if err != nil {
 		return err
 	}
-	b.mu.Lock()
+	h.mu.Lock()
 	h.offs = nil // a repair moves lines; ReadRange scans until offsets are known again
-	b.mu.Unlock()
+	h.mu.Unlock()
 	if r.Torn != nil {
 		at, ok := r.Torn.(int64)
 		if !ok {

@@ -24,22 +24,24 @@ func (b *Backend) ReadRange(ctx context.Context, id session.ID, from, to int64, 
 	if from >= to {
 		return nil
 	}
-	b.mu.Lock()
 	var p string
 	start := int64(-1)
 	// known is the offset of the first line whose offset is known, when
 	// that is past from (a session resumed from a snapshot knows those
 	// from the snapshot on).
 	known, knownSeq := int64(-1), int64(0)
-	if h := b.handles[id]; h != nil && h.path != "" {
-		p = h.path
-		if i := from - h.offsFrom; i >= 0 && i < int64(len(h.offs)) {
-			start = h.offs[i]
-		} else if i < 0 && len(h.offs) > 0 {
-			known, knownSeq = h.offs[0], h.offsFrom
+	if h := b.held(id); h != nil {
+		h.mu.Lock()
+		if h.path != "" {
+			p = h.path
+			if i := from - h.offsFrom; i >= 0 && i < int64(len(h.offs)) {
+				start = h.offs[i]
+			} else if i < 0 && len(h.offs) > 0 {
+				known, knownSeq = h.offs[0], h.offsFrom
+			}
 		}
+		h.mu.Unlock()
 	}
-	b.mu.Unlock()
 	if known >= 0 {
 		// Counting lines back from there reads only the lines between,
 		// without parsing them (a scan from the start parses the whole log

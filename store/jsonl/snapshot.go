@@ -209,10 +209,13 @@ func (b *Backend) noteOffsets(id session.ID, p string, first, base int64, offs [
 	if !complete {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	h := b.handles[id]
-	if h == nil || (h.path != "" && h.path != p) {
+	h := b.held(id)
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.path != "" && h.path != p {
 		return
 	}
 	h.path = p
