@@ -187,9 +187,10 @@ func (f *termFixture) tmux(t *testing.T, args ...string) *tmuxTerm {
 }
 
 // The session picker: dsh -r lists the directory's sessions with their
-// titles, turns and subagent counts, hides the subagent child session,
-// filters as you type and resumes the one chosen; dsh sessions hides the
-// child too unless --all.
+// titles, relative times, turns and subagent counts, hides the subagent
+// child session, filters as you type and resumes the one chosen; /resume
+// in the session lists the other top-level session alone and /resume 1
+// takes it; dsh sessions hides the child too unless --all.
 func TestSessionPickerInTmux(t *testing.T) {
 	f := newTermFixture(t, "",
 		chatTool("c1", "task", map[string]string{"description": "Survey the code", "prompt": "List what the repository holds."}),
@@ -211,7 +212,7 @@ func TestSessionPickerInTmux(t *testing.T) {
 	}
 
 	tt := f.tmux(t, "-r")
-	s := tt.waitFor("Resume a session", "write the release notes", "survey the repository", "1 subagent")
+	s := tt.waitFor("Resume a session", "write the release notes", "survey the repository", "just now · 1 turn · ", "1 subagent")
 	if strings.Contains(s, "List what the repository holds") || strings.Count(s, " turn · ") != 2 {
 		t.Fatalf("the picker lists the child session:\n%s", s)
 	}
@@ -221,6 +222,19 @@ func TestSessionPickerInTmux(t *testing.T) {
 	}, "the filtered list")
 	tt.keys("Enter")
 	tt.waitFor("── resumed session", "› survey the repository", "Surveyed.")
+	// /resume in the session opens the same picker, without the child;
+	// /resume n then counts the rows it listed.
+	tt.text("/resume")
+	tt.keys("Enter")
+	s = tt.waitFor("Resume a session", "❯ write the release notes  just now · 1 turn · ")
+	if p := s[strings.LastIndex(s, "Resume a session"):]; strings.Count(p, " turn · ") != 1 || strings.Contains(p, "List what the repository holds") {
+		t.Fatalf("/resume lists more than the other top-level session:\n%s", p)
+	}
+	tt.keys("Escape")
+	tt.waitUntil(func(s string) bool { return !strings.Contains(lastLines(s, 4), "filter ›") }, "the picker closed")
+	tt.text("/resume 1")
+	tt.keys("Enter")
+	tt.waitFor("› write the release notes", "Second answer.")
 	tt.text("/exit")
 	tt.keys("Enter")
 	tt.waitFor("DSH-EXITED:0")
