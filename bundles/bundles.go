@@ -33,6 +33,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/dshq/dsh/doctor"
 )
@@ -447,7 +448,7 @@ type manifest struct {
 var metadataKeys = map[string]bool{"$schema": true, "name": true, "version": true, "description": true, "author": true, "homepage": true,
 	"repository": true, "license": true, "keywords": true, "category": true, "tags": true}
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // open reads the plugin at root; want is the name its marketplace lists
 // ("" when given by path).
@@ -486,7 +487,7 @@ func open(root, want string) (Bundle, error) {
 		}
 		b.Version, b.Description = b.m.Version, b.m.Description
 	}
-	if !nameRE.MatchString(b.Name) {
+	if !nameRE().MatchString(b.Name) {
 		return Bundle{}, fmt.Errorf("plugin name %q is not one dsh can namespace commands with (letters, digits, '.', '_', '-')", b.Name)
 	}
 	return b, nil

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dshq/dsh/internal/atref"
 )
@@ -24,10 +25,10 @@ type Runner interface {
 }
 
 // bang is Claude Code's !`command`.
-var bang = regexp.MustCompile("!`([^`\n]+)`")
+var bang = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("!`([^`\n]+)`") })
 
 // placeholder is $ARGUMENTS or $1 … $9.
-var placeholder = regexp.MustCompile(`\$(ARGUMENTS|[1-9])\b`)
+var placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$(ARGUMENTS|[1-9])\b`) })
 
 // Expand builds the prompt a command sends for an argument line:
 // arguments substituted first (so !`git log $1` sees them), then each
@@ -39,7 +40,7 @@ func (c *Command) Expand(ctx context.Context, args string, r Runner) (string, er
 	words := SplitArgs(args)
 	body := c.Body
 	used := false
-	body = placeholder.ReplaceAllStringFunc(body, func(m string) string {
+	body = placeholder().ReplaceAllStringFunc(body, func(m string) string {
 		used = true
 		if m == "$ARGUMENTS" {
 			return args
@@ -60,7 +61,7 @@ func (c *Command) Expand(ctx context.Context, args string, r Runner) (string, er
 		line, path string // a !`line`, or an @path
 	}
 	var spans []span
-	for _, m := range bang.FindAllStringSubmatchIndex(body, -1) {
+	for _, m := range bang().FindAllStringSubmatchIndex(body, -1) {
 		spans = append(spans, span{start: m[0], end: m[1], line: strings.TrimSpace(body[m[2]:m[3]])})
 	}
 	inBang := func(i int) bool {

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -424,7 +425,7 @@ func (c *Config) duplicate(event, matcher, key string) *Hook {
 
 // literalMatcher is Claude Code's exact-match set: letters, digits, "_",
 // "-", spaces, "," and "|".
-var literalMatcher = regexp.MustCompile(`^[A-Za-z0-9_|, -]+$`)
+var literalMatcher = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_|, -]+$`) })
 
 // Match reports whether a matcher selects one of subjects (a name and its
 // aliases: Agent and Task, apply_patch and Edit): empty or "*" matches
@@ -435,7 +436,7 @@ func Match(matcher string, subjects ...string) bool {
 	if matcher == "" || matcher == "*" {
 		return true
 	}
-	if literalMatcher.MatchString(matcher) {
+	if literalMatcher().MatchString(matcher) {
 		for _, alt := range strings.FieldsFunc(matcher, func(r rune) bool { return r == '|' || r == ',' }) {
 			alt = strings.TrimSpace(alt)
 			for _, s := range subjects {

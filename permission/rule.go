@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dshq/dsh/bash/analysis"
 )
@@ -156,7 +157,7 @@ type rule struct {
 	domain string // lower case; "*.x.y" matches subdomains
 }
 
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var toolNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]+$`) })
 
 // CheckRule reports whether text is a rule dsh understands (home expands
 // ~), with the reason when it is not. Readers of other tools' settings use
@@ -199,7 +200,7 @@ func parseRule(r Rule, home string) (*rule, error) {
 	if strings.HasPrefix(name, "mcp__") {
 		bare = strings.TrimSuffix(name, "__*")
 	}
-	if !toolNameRE.MatchString(bare) {
+	if !toolNameRE().MatchString(bare) {
 		return nil, fail("%q is not a tool name", name)
 	}
 	out := &rule{Rule: r, tool: canonical(name)}

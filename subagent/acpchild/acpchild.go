@@ -66,7 +66,7 @@ func New(cfg Config) *Provider {
 // Name implements subagent.Provider.
 func (p *Provider) Name() string { return p.cfg.Name }
 
-var secret = regexp.MustCompile(`(?i)KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL`)
+var secret = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL`) })
 
 // Env returns the child's environment: the parent's minus secret-looking
 // names, plus cfg.Env.
@@ -74,7 +74,7 @@ func Env(parent []string, extra map[string]string) []string {
 	var out []string
 	for _, kv := range parent {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, explicit := extra[k]; explicit || secret.MatchString(k) {
+		if _, explicit := extra[k]; explicit || secret().MatchString(k) {
 			continue
 		}
 		out = append(out, kv)

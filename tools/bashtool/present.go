@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/tool"
@@ -65,9 +66,9 @@ func (t *bashTool) PresentResult(args json.RawMessage, res tool.Result) *tool.Vi
 	// The card states the outcome itself: the marker the model reads at
 	// the end of the text would show it twice (a marker the command printed
 	// that does not match the outcome stays: it is output).
-	marker, want := exitMarker, strconv.Itoa(code)
+	marker, want := exitMarker(), strconv.Itoa(code)
 	if signal != "" {
-		marker, want = signalMarker, signal
+		marker, want = signalMarker(), signal
 	}
 	if m := marker.FindStringSubmatchIndex(text); m != nil && text[m[2]:m[3]] == want && (signal != "" || code != 0) {
 		v.Output = text[:m[0]] + "\n"
@@ -76,8 +77,8 @@ func (t *bashTool) PresentResult(args json.RawMessage, res tool.Result) *tool.Vi
 }
 
 var (
-	signalMarker = regexp.MustCompile(`\n\[killed by signal: (\w+)\]$`)
-	exitMarker   = regexp.MustCompile(`\n\[exit code: (\d+)\]$`)
+	signalMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n\[killed by signal: (\w+)\]$`) })
+	exitMarker   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n\[exit code: (\d+)\]$`) })
 )
 
 // exitOf returns the exit code, or the signal, of a rendered result.
@@ -91,10 +92,10 @@ func exitOf(meta json.RawMessage, text string) (code int, signal string) {
 	}
 	// Only a marker on its own final line counts, so output that merely
 	// ends in marker-like text is not read as a failure.
-	if s := signalMarker.FindStringSubmatch(text); s != nil {
+	if s := signalMarker().FindStringSubmatch(text); s != nil {
 		return 0, s[1]
 	}
-	if s := exitMarker.FindStringSubmatch(text); s != nil {
+	if s := exitMarker().FindStringSubmatch(text); s != nil {
 		if n, err := strconv.Atoi(s[1]); err == nil {
 			return n, ""
 		}

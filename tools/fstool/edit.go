@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dshq/dsh/fs"
 	"github.com/dshq/dsh/tool"
@@ -88,7 +89,7 @@ func (t *editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 }
 
 // numbered matches a line copied from read's output with its number.
-var numbered = regexp.MustCompile(`(?m)^ *\d+\t`)
+var numbered = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^ *\d+\t`) })
 
 // explainNoMatch adds advice to a no-match error: the usual causes are a
 // line-number prefix copied from read's output and whitespace that differs.
@@ -98,7 +99,7 @@ func explainNoMatch(err error, old string) error {
 		return err
 	}
 	hint := "The match is exact, including whitespace and indentation; read the file again and copy the text as it is."
-	if numbered.MatchString(old) {
+	if numbered().MatchString(old) {
 		hint = "old_string seems to include line-number prefixes from read's output (the number and the tab before each line); copy only the text after the tab."
 	}
 	return &fs.Error{Code: fe.Code, Op: fe.Op, Path: fe.Path, Err: fe, Message: fe.Message + ". " + hint}

@@ -83,11 +83,11 @@ var markdownConverter = sync.OnceValue(func() *converter.Converter {
 	))
 })
 
-var blankLines = regexp.MustCompile(`\n{3,}`)
+var blankLines = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n{3,}`) })
 
 func tidyMarkdown(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = blankLines.ReplaceAllString(s, "\n\n")
+	s = blankLines().ReplaceAllString(s, "\n\n")
 	return strings.TrimSpace(s)
 }
 

@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dshq/dsh/llm"
@@ -214,7 +215,7 @@ func (p *Provider) parseURL(raw string) (*url.URL, *llm.Error) {
 		return nil, web.Errorf(web.CodeInvalidURL, "the URL is longer than %d characters", p.o.MaxURLLength)
 	}
 	if !strings.Contains(s, "://") {
-		if m := opaqueScheme.FindStringSubmatch(s); m != nil {
+		if m := opaqueScheme().FindStringSubmatch(s); m != nil {
 			return nil, web.Errorf(web.CodeInvalidURL, "unsupported URL scheme %q (only http and https can be fetched)", strings.ToLower(m[1]))
 		}
 		s = "https://" + s
@@ -237,7 +238,9 @@ func (p *Provider) parseURL(raw string) (*url.URL, *llm.Error) {
 
 // opaqueScheme matches URLs with a scheme but no "//" (mailto:, data:,
 // javascript:), which are not host names missing their https://.
-var opaqueScheme = regexp.MustCompile(`(?i)^(mailto|javascript|data|file|about|tel|blob|urn):`)
+var opaqueScheme = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(mailto|javascript|data|file|about|tel|blob|urn):`)
+})
 
 var errTimeout = errors.New("web fetch timeout")
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dshq/dsh/web"
@@ -111,7 +112,7 @@ type response struct {
 	Citations []string `json:"citations"`
 }
 
-var think = regexp.MustCompile(`(?s)<think>.*?</think>`)
+var think = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<think>.*?</think>`) })
 
 // Search implements web.SearchProvider. Domain filters go to
 // search_domain_filter (blocked ones prefixed with "-", at most 20).
@@ -147,7 +148,7 @@ func (p *Provider) Search(ctx context.Context, req web.SearchRequest) (*web.Sear
 	}
 	out := &web.SearchResult{Provider: ID, Query: req.Query}
 	if len(resp.Choices) > 0 {
-		out.Answer = strings.TrimSpace(think.ReplaceAllString(resp.Choices[0].Message.Content, ""))
+		out.Answer = strings.TrimSpace(think().ReplaceAllString(resp.Choices[0].Message.Content, ""))
 	}
 	if resp.SearchResults != nil {
 		for _, r := range *resp.SearchResults {

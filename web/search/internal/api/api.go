@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dshq/dsh/web"
@@ -161,13 +162,13 @@ func ErrorDetail(_ int, body []byte) string {
 	return string(t)
 }
 
-var tags = regexp.MustCompile(`<[^>]*>`)
+var tags = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<[^>]*>`) })
 
 // PlainText strips HTML tags (Brave highlights matches with <strong>),
 // decodes entities and collapses whitespace.
 func PlainText(s string) string {
 	if strings.ContainsAny(s, "<&") {
-		s = html.UnescapeString(tags.ReplaceAllString(s, ""))
+		s = html.UnescapeString(tags().ReplaceAllString(s, ""))
 	}
 	return strings.Join(strings.Fields(s), " ")
 }
