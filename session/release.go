@@ -95,9 +95,14 @@ func (s *Session) Release(durable int64) int {
 
 // releasable reports whether e's payload may leave memory once stored: not
 // a small one (turn and step markers and the like: a read back would cost
-// far more than the bytes, and scans read them often), except a chunk's.
+// far more than the bytes, and scans read them often), except a chunk's or
+// a tool call's. A tool call is one of the few events of every step, and
+// its payload is read only as it is appended (derivation, hooks, the
+// front ends' live views) or by what reads pages of the log from the store
+// anyway (transcripts, replays, repairing an open step); nothing scans the
+// tool calls memory holds.
 func releasable(e Event) bool {
-	return e.Data != nil && (len(e.Data) > smallPayload || e.Type == TypeAssistantChunk)
+	return e.Data != nil && (len(e.Data) > smallPayload || e.Type == TypeAssistantChunk || e.Type == TypeToolCall)
 }
 
 // smallPayload is the size up to which a payload stays in memory (but a

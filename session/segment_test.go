@@ -244,3 +244,65 @@ func TestReleasedSurfaceEventsArePacked(t *testing.T) {
 		t.Fatal("the history changed when its segments were packed")
 	}
 }
+
+// A released tool call's payload leaves memory like a chunk's, small as it
+// is (one a step, for the life of a session), and is read back from the
+// store when decoded; the step markers beside it stay held.
+func TestReleasedToolCallsAreReadBack(t *testing.T) {
+	c := &copyStore{}
+	s := c.session(t, "calls", time.Now)
+	w := s.Writer(ownership.Fixtures)
+	appendEvent(t, s, session.TypeTurnStart, session.TurnStart{Turn: 1})
+	appendSurface(t, s, session.TypeUserMessage, session.Prompt{Content: text("go")}, session.AppendOp)
+	var calls []session.Event
+	for i := range 200 {
+		id := llm.CallID(fmt.Sprintf("c%d", i))
+		appendEvent(t, s, session.TypeStepStart, session.StepBoundary{Turn: 1, Step: i + 1})
+		if _, err := w.AppendSurface(ctx, session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: i + 1,
+			Content: []llm.Block{{Type: llm.BlockToolCall, ID: id, Name: "read", Arguments: `{}`}}}, session.AppendOp, nil); err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, appendEvent(t, s, session.TypeToolCall, session.ToolCall{Turn: 1, Step: i + 1, CallID: id, Name: "read", Arguments: fmt.Sprintf(`{"n":%d}`, i)}))
+		if _, err := w.AppendSurface(ctx, session.TypeToolResult, session.ToolResult{CallID: id, Content: text("ok")}, session.AppendOp, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := s.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMsgs := append([]llm.Message(nil), msgs...)
+	released := s.Release(int64(s.Len()))
+	if released < 512 {
+		t.Fatalf("released %d events; the test needs two segments", released)
+	}
+	reads := c.reads
+	steps := 0
+	for e := range s.Scan(0) {
+		if e.Seq >= int64(released) {
+			break
+		}
+		switch e.Type {
+		case session.TypeToolCall:
+			if !e.IsReleased() {
+				t.Fatalf("tool call %d still holds its payload %s after its segment was released", e.Seq, e.Data)
+			}
+		case session.TypeStepStart:
+			steps++
+			if e.IsReleased() {
+				t.Fatalf("step start %d was released; small markers stay held", e.Seq)
+			}
+		}
+	}
+	if steps == 0 || c.reads != reads {
+		t.Fatalf("%d step starts scanned with %d store reads; want some and none", steps, c.reads-reads)
+	}
+	e, _ := s.Event(calls[3].Seq)
+	got, err := session.Decode[session.ToolCall](e)
+	if err != nil || got.Arguments != `{"n":3}` || got.CallID != "c3" || c.reads == reads {
+		t.Fatalf("Decode of a released tool call = %+v, %v (%d reads); want its arguments read back", got, err, c.reads-reads)
+	}
+	if got, _ := s.Messages(); !cmp.Equal(wantMsgs, got) {
+		t.Fatal("the history changed when the tool calls were released")
+	}
+}
