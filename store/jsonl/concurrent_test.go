@@ -10,6 +10,22 @@ import (
 	"github.com/dshq/dsh/store/storetest"
 )
 
+// flushTurns appends and flushes turns turns of s one at a time, calling
+// flushed after each flush; errors go to t.Error (it runs on goroutines).
+func flushTurns(t *testing.T, h *harness, s *session.Session, turns int, flushed func()) {
+	for turn := 1; turn <= turns; turn++ {
+		if err := storetest.Apply(h.ctx, s, []storetest.Op{storetest.TurnStart(turn), storetest.TurnEnd(turn)}); err != nil {
+			t.Error(err)
+			return
+		}
+		if err := h.st.FlushSession(h.ctx, s); err != nil {
+			t.Error(err)
+			return
+		}
+		flushed()
+	}
+}
+
 // TestConcurrentFlushesAndRangeReads flushes sessions at once while a
 // viewer of each reads its stored events back by range, as dsh serve's
 // event streams and payload read-backs do while the session writes: each
@@ -26,17 +42,7 @@ func TestConcurrentFlushesAndRangeReads(t *testing.T) {
 		done := make(chan struct{})
 		wg.Go(func() {
 			defer close(done)
-			for turn := 1; turn <= turns; turn++ {
-				if err := storetest.Apply(h.ctx, s, []storetest.Op{storetest.TurnStart(turn), storetest.TurnEnd(turn)}); err != nil {
-					t.Error(err)
-					return
-				}
-				if err := h.st.FlushSession(h.ctx, s); err != nil {
-					t.Error(err)
-					return
-				}
-				stored.Store(int64(s.Len()))
-			}
+			flushTurns(t, h, s, turns, func() { stored.Store(int64(s.Len())) })
 		})
 		wg.Go(func() {
 			for {

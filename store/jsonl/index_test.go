@@ -220,18 +220,7 @@ func TestIndexConcurrentFlushesAndCompaction(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, s := range ss {
-		wg.Go(func() {
-			for turn := 1; turn <= turns; turn++ {
-				if err := storetest.Apply(h.ctx, s, []storetest.Op{storetest.TurnStart(turn), storetest.TurnEnd(turn)}); err != nil {
-					t.Error(err)
-					return
-				}
-				if err := h.st.FlushSession(h.ctx, s); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
+		wg.Go(func() { flushTurns(t, h, s, turns, func() {}) })
 	}
 	wg.Wait()
 	got := listIDs(t, h, store.Query{})
