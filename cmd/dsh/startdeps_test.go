@@ -35,6 +35,9 @@ func TestStartPathLeavesOut(t *testing.T) {
 		// go-shiori/dom, cascadia, chardet and dateparse (~1.4 ms, 280 KB).
 		"codeberg.org/readeck/go-readability/v2": "web/fetch/extract.go",
 		"github.com/gogs/chardet":                "web/fetch/extract.go",
+		// goldmark's root package links its HTML renderer (and its
+		// init); the terminal needs only the parser.
+		"github.com/yuin/goldmark/renderer/html": "ui/term's newParser",
 	}
 	if runtime.GOARCH != "amd64" {
 		// Only amd64 has its seccomp filters compiled ahead (seccompgen).

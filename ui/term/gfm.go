@@ -1,7 +1,6 @@
 package term
 
 import (
-	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
@@ -20,12 +19,16 @@ import (
 // parsers here compile nothing; their output is checked against
 // goldmark/extension's in gfm_test.go. Linkify is left out: a bare URL
 // stays text, shown as the model wrote it.
-var gfm goldmark.Extender = gfmExtender{}
-
-type gfmExtender struct{}
-
-func (gfmExtender) Extend(m goldmark.Markdown) {
-	m.Parser().AddOptions(
+//
+// newParser builds goldmark's CommonMark parser (what goldmark.New would
+// hold) with these added. The terminal uses only the parser: importing
+// goldmark's root package would link its HTML renderer and that
+// package's initialisation into every dsh start (issue 25).
+func newParser() parser.Parser {
+	p := parser.NewParser(parser.WithBlockParsers(parser.DefaultBlockParsers()...),
+		parser.WithInlineParsers(parser.DefaultInlineParsers()...),
+		parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...))
+	p.AddOptions(
 		parser.WithParagraphTransformers(util.Prioritized(tableTransformer{}, 200)),
 		parser.WithASTTransformers(util.Prioritized(tablePipes{}, 0)),
 		// Ahead of the link parser, which also starts at '['.
@@ -34,6 +37,7 @@ func (gfmExtender) Extend(m goldmark.Markdown) {
 			util.Prioritized(strikeParser{}, 500),
 		),
 	)
+	return p
 }
 
 // reSpace is what \s matches in Go regexps (goldmark's table delimiter

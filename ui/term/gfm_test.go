@@ -15,7 +15,7 @@ import (
 // TestStartPathLeavesOut in cmd/dsh).
 func reference(plain bool) *markdown {
 	m := newMarkdown(plain, nil)
-	m.md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList))
+	m.md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
 	return m
 }
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"
 	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 )
 
@@ -26,13 +26,13 @@ import (
 type markdown struct {
 	st    Styles
 	plain bool
-	md    goldmark.Markdown
+	md    parser.Parser
 	// pal is built on the first code block.
 	pal *codePalette
 }
 
 func newMarkdown(plain bool, _ func(string) string) *markdown {
-	return &markdown{st: NewStyles(plain), plain: plain, md: goldmark.New(goldmark.WithExtensions(gfm))}
+	return &markdown{st: NewStyles(plain), plain: plain, md: newParser()}
 }
 
 func (m *markdown) palette() *codePalette {
@@ -75,7 +75,7 @@ func (m *markdown) parse(b []byte) (doc gast.Node, ok bool) {
 			doc, ok = nil, false
 		}
 	}()
-	return m.md.Parser().Parse(text.NewReader(b)), true
+	return m.md.Parse(text.NewReader(b)), true
 }
 
 type mdRender struct {
