@@ -466,9 +466,30 @@ func attachMentions(ctx context.Context, reg *tool.Registry, host tool.Host, ap 
 				shown++
 			}
 		}
-		blocks = append(blocks, llm.Text(fmt.Sprintf("%s%q kind=\"file\" lines=\"%d\">\nThe user mentioned %s; the read tool returned:\n%s\n</mention>", mentionTag, p, shown, p, strings.TrimRight(content, "\n"))))
+		blocks = append(blocks, llm.Text(fmt.Sprintf("%s%q kind=\"file\" lines=\"%d\"%s>\nThe user mentioned %s; the read tool returned:\n%s\n</mention>", mentionTag, p, shown, readTotal(content), p, strings.TrimRight(content, "\n"))))
 	}
 	return blocks, warnings, nil
+}
+
+// readTotal is the attribute saying that the read tool returned only the
+// start of a longer file (its window or byte cap): of="N" with the file's
+// line count when the tool knows it, of="more" when not; "" for a whole
+// file. The transcript's note says so, so a capped attachment is not taken
+// for the whole file.
+func readTotal(content string) string {
+	i := max(strings.LastIndex(content, "\n(Showing lines "), strings.LastIndex(content, "\n(Output capped at "))
+	if i < 0 {
+		return ""
+	}
+	trailer, _, _ := strings.Cut(content[i+1:], "\n")
+	if !strings.Contains(trailer, "Use offset=") {
+		return ""
+	}
+	var from, to, total int
+	if _, err := fmt.Sscanf(trailer, "(Showing lines %d-%d of %d.", &from, &to, &total); err == nil {
+		return fmt.Sprintf(` of="%d"`, total)
+	}
+	return ` of="more"`
 }
 
 // absIn is p made absolute against dir.
@@ -503,6 +524,14 @@ func mentionNote(text string) (string, bool) {
 	lines := 0
 	if _, attr, ok := strings.Cut(head, ` lines="`); ok {
 		_, _ = fmt.Sscanf(attr, "%d", &lines)
+	}
+	switch _, of, _ := strings.Cut(head, ` of="`); {
+	case strings.HasPrefix(of, "more"):
+		return fmt.Sprintf("attached @%s (the first %d %s; the file is longer)", p, lines, plural(lines, "line", "lines")), true
+	case of != "":
+		var total int
+		_, _ = fmt.Sscanf(of, "%d", &total)
+		return fmt.Sprintf("attached @%s (the first %d of %d lines)", p, lines, total), true
 	}
 	return fmt.Sprintf("attached @%s (%d %s)", p, lines, plural(lines, "line", "lines")), true
 }

@@ -242,3 +242,20 @@ func TestRankWhileListing(t *testing.T) {
 		}
 	}
 }
+
+// A capped read is said in the attachment's note, whichever of the read
+// tool's trailers it ends with; a whole file is not.
+func TestMentionNoteSaysWhenCapped(t *testing.T) {
+	for trailer, want := range map[string]string{
+		"(End of file - total 3 lines)":                                           "attached @f (3 lines)",
+		"(Showing lines 1-3 of 90. Use offset=4 to continue.)":                    "attached @f (the first 3 of 90 lines)",
+		"(Output capped at 50 KiB. Showing lines 1-3. Use offset=4 to continue.)": "attached @f (the first 3 lines; the file is longer)",
+		"(Showing lines 1-3; the file is 2.0 GiB and continues. Use offset=4 to continue.)\n(Some bytes are not valid UTF-8 and are shown as \uFFFD.)": "attached @f (the first 3 lines; the file is longer)",
+	} {
+		content := "<content>\n     1\ta\n     2\tb\n     3\tc\n\n" + trailer + "\n</content>"
+		text := fmt.Sprintf("%s%q kind=\"file\" lines=\"3\"%s>\nbody\n</mention>", mentionTag, "f", readTotal(content))
+		if got, ok := mentionNote(text); !ok || got != want {
+			t.Errorf("%s: %q, want %q", trailer, got, want)
+		}
+	}
+}
