@@ -103,16 +103,7 @@ func TestReleasedChunksArePacked(t *testing.T) {
 	if err != nil || !cmp.Equal(ch, want) || ch.Step != 1 {
 		t.Fatalf("Decode of a packed chunk = %+v, %v; want %+v", ch, err, want)
 	}
-	log, err := s.Log(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(c.events, log, cmp.Comparer(sameEvent)); diff != "" {
-		t.Fatalf("Log differs from the appended events:\n%s", diff)
-	}
-	if got, _ := s.Messages(); !cmp.Equal(wantMsgs, got) {
-		t.Fatal("the history changed when its segments were packed")
-	}
+	sameLogAndHistory(t, s, c, wantMsgs)
 
 	// A summary takes the first results off the surface: their packed
 	// segments lose those payloads too, are packed again, and read back.
@@ -132,7 +123,7 @@ func TestReleasedChunksArePacked(t *testing.T) {
 	if err != nil || res.CallID != "s0" {
 		t.Fatalf("Decode of the replaced result = %+v, %v", res, err)
 	}
-	if log, err = s.Log(ctx); err != nil || len(log) != s.Len() {
+	if log, err := s.Log(ctx); err != nil || len(log) != s.Len() {
 		t.Fatalf("Log after the replace: %d events, %v", len(log), err)
 	}
 }
@@ -233,16 +224,7 @@ func TestReleasedSurfaceEventsArePacked(t *testing.T) {
 		i--
 		return i >= 0
 	})
-	log, err := s.Log(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(c.events, log, cmp.Comparer(sameEvent)); diff != "" {
-		t.Fatalf("Log differs from the appended events:\n%s", diff)
-	}
-	if got, _ := s.Messages(); !cmp.Equal(wantMsgs, got) {
-		t.Fatal("the history changed when its segments were packed")
-	}
+	sameLogAndHistory(t, s, c, wantMsgs)
 }
 
 // A released tool call's payload leaves memory like a chunk's, small as it
@@ -304,5 +286,21 @@ func TestReleasedToolCallsAreReadBack(t *testing.T) {
 	}
 	if got, _ := s.Messages(); !cmp.Equal(wantMsgs, got) {
 		t.Fatal("the history changed when the tool calls were released")
+	}
+}
+
+// sameLogAndHistory checks that s's log, read back, is what was appended
+// and that its history is still wantMsgs.
+func sameLogAndHistory(t *testing.T, s *session.Session, c *copyStore, wantMsgs []llm.Message) {
+	t.Helper()
+	log, err := s.Log(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c.events, log, cmp.Comparer(sameEvent)); diff != "" {
+		t.Fatalf("Log differs from the appended events:\n%s", diff)
+	}
+	if got, _ := s.Messages(); !cmp.Equal(wantMsgs, got) {
+		t.Fatal("the history changed when its segments were packed")
 	}
 }
