@@ -282,6 +282,18 @@ func (c *Coordinator) adoptSerialized(ctx context.Context, s *session.Session, s
 	}
 	defer unlock()
 	defer c.unlockIfUntracked(s.ID())
+	if c.sessions != nil {
+		// A session object that left the live set (its agent disposed,
+		// Release done or about to run) is never adopted again: a flush
+		// of it still in flight would otherwise bind the id back to it,
+		// and its successor, loaded from the store, would be refused as a
+		// collision and lose everything it appends. Checked under the id
+		// lock, so a Release that follows the detach finds this adoption
+		// complete and undoes it.
+		if live, ok := c.sessions.Get(s.ID()); !ok || live != s {
+			return fmt.Errorf("store: session %q left the live set; its flush stores nothing: %w", s.ID(), ErrNotLive)
+		}
+	}
 	if err := c.adopt(ctx, s, seed); err != nil {
 		return err
 	}

@@ -146,6 +146,9 @@ var (
 	ErrInvalidID = errors.New("invalid session id")
 	// ErrClosed: the coordinator or backend was closed.
 	ErrClosed = errors.New("session persistence is closed")
+	// ErrNotLive: a flush of a live session object that has left the live
+	// set (its agent was disposed) and is no longer adopted.
+	ErrNotLive = errors.New("session is no longer live here")
 )
 
 // InUseError reports a session whose writer lock another process holds.

@@ -64,6 +64,7 @@ var contractCases = []contractCase{
 	{"LoadOfLiveSessionRejected", loadLiveRejected},
 	{"IDsWithPathCharacters", pathIDs},
 	{"ConcurrentSessions", concurrentSessions},
+	{"ChurnAppendFlushReleaseReload", churn},
 	{"MissedNotificationRecovered", missedNotification},
 	{"ReleaseThenOtherInstanceResumes", releaseThenResume},
 	{"AdoptionRetriedAfterTransientFailure", adoptionRetried},
