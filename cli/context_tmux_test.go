@@ -95,9 +95,7 @@ func TestContextAddsUpToTheRequestInTmux(t *testing.T) {
 	if _, err := exec.LookPath("node"); err == nil {
 		if _, err := os.Stat(filepath.Join("..", "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
 			mcpServer = "pinger"
-			settings := readFile(t, filepath.Join(f.home, "settings.json"))
-			f.write(t, filepath.Join(f.home, "settings.json"), strings.TrimSuffix(strings.TrimSpace(settings), "}")+
-				fmt.Sprintf(`,"mcpServers":{"pinger":{"command":"node","args":[%q,"none"]}}}`, srv))
+			f.addSettings(t, fmt.Sprintf(`"mcpServers":{"pinger":{"command":"node","args":[%q,"none"]}}`, srv))
 		}
 	}
 	if mcpServer == "" {

@@ -21,9 +21,7 @@ func TestNotificationInTmux(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newTermFixture(t, "", chatText("Finished the work.", 10, 1))
-			settings := readFile(t, filepath.Join(f.home, "settings.json"))
-			f.write(t, filepath.Join(f.home, "settings.json"), strings.TrimSuffix(strings.TrimSpace(settings), "}")+
-				`,"notifications":`+c.settings+`}`)
+			f.addSettings(t, `"notifications":`+c.settings)
 			tt := f.tmux(t, "--trust")
 			raw := filepath.Join(t.TempDir(), "pane.out")
 			tt.tmux("pipe-pane", "-o", "-t", tt.name, "cat >> "+raw)

@@ -27,10 +27,7 @@ func TestMCPResourceMentionInTmux(t *testing.T) {
 		t.Skip("the npm MCP SDK is not installed (run npm ci)")
 	}
 	f := newTermFixture(t, "", chatText("Summarised.", 10, 1))
-	settings := readFile(t, filepath.Join(f.home, "settings.json"))
-	settings = strings.TrimSuffix(strings.TrimSpace(settings), "}") +
-		fmt.Sprintf(`,"mcpServers":{"notes":{"command":"node","args":[%q,"pages"]},"broken":{"command":"node","args":[%q,"failing"]}}}`, srv, srv)
-	f.write(t, filepath.Join(f.home, "settings.json"), settings)
+	f.addSettings(t, fmt.Sprintf(`"mcpServers":{"notes":{"command":"node","args":[%q,"pages"]},"broken":{"command":"node","args":[%q,"failing"]}}`, srv, srv))
 	f.write(t, "release.md", "# Release\n")
 
 	tt := f.tmux(t, "--trust")

@@ -16,9 +16,7 @@ import (
 func TestShellModeObeysRulesAndSandboxInTmux(t *testing.T) {
 	f := newTermFixture(t, "", chatText("Noted.", 10, 1))
 	outside := t.TempDir()
-	settings := readFile(t, filepath.Join(f.home, "settings.json"))
-	f.write(t, filepath.Join(f.home, "settings.json"), strings.TrimSuffix(strings.TrimSpace(settings), "}")+
-		`,"permissions":{"deny":["Bash(rm:*)"]}}`)
+	f.addSettings(t, `"permissions":{"deny":["Bash(rm:*)"]}`)
 	f.write(t, "victim.txt", "keep me\n")
 	tt := f.tmux(t, "--trust")
 	s := tt.waitFor("local/m", "›", "default mode")

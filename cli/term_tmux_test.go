@@ -143,6 +143,14 @@ func newTermFixture(t *testing.T, models string, replies ...string) *termFixture
 	return f
 }
 
+// addSettings adds top-level keys (`"key":value,...`) to the fixture's
+// settings.json.
+func (f *termFixture) addSettings(t *testing.T, keys string) {
+	t.Helper()
+	path := filepath.Join(f.home, "settings.json")
+	f.write(t, path, strings.TrimSuffix(strings.TrimSpace(readFile(t, path)), "}")+","+keys+"}")
+}
+
 func (f *termFixture) write(t *testing.T, path, content string) {
 	t.Helper()
 	if !filepath.IsAbs(path) {
