@@ -31,10 +31,6 @@ func TestStartPathLeavesOut(t *testing.T) {
 		// go-seccomp-bpf/arch builds its system call tables (165 KB of
 		// maps, ~0.6 ms) at init; amd64 carries the filters compiled.
 		"github.com/elastic/go-seccomp-bpf/arch": "sandbox/linux/seccomp_table_amd64.go",
-		// go-readability compiled 28 regexps at init and brought
-		// go-shiori/dom, cascadia, chardet and dateparse (~1.4 ms, 280 KB).
-		"codeberg.org/readeck/go-readability/v2": "web/fetch/extract.go",
-		"github.com/gogs/chardet":                "web/fetch/extract.go",
 		// goldmark's root package links its HTML renderer (and its
 		// init); the terminal needs only the parser.
 		"github.com/yuin/goldmark/renderer/html": "ui/term's newParser",

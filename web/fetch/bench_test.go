@@ -64,7 +64,7 @@ func benchArticle(size int) []byte {
 }
 
 // BenchmarkFetchArticle measures one web fetch of a ~200 KB HTML article
-// from a loopback server: HTTP round trip, charset detection, main-content
+// from a loopback server: HTTP round trip, charset detection, readability
 // extraction and Markdown conversion.
 func BenchmarkFetchArticle(b *testing.B) {
 	page := benchArticle(200 << 10)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	readability "codeberg.org/readeck/go-readability/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
@@ -20,51 +21,48 @@ import (
 type Document struct {
 	Title    string
 	Markdown string
-	// Readable says the main content was extracted (mainContent); false
+	// Readable says the main content was extracted by readability; false
 	// means the whole body was converted (minus navigation and chrome).
 	Readable bool
 }
 
-// minReadableChars is how much text mainContent must find for its
+// minReadableChars is how much text readability must find for its
 // extraction to be trusted; shorter results (index pages, tiny pages) fall
 // back to converting the whole body.
 const minReadableChars = 200
 
-// HTMLToMarkdown extracts the main content of an HTML page (mainContent:
-// dropping navigation, sidebars, footers, scripts and styles) and converts
-// it to Markdown: headings, lists, code blocks (with their language),
-// tables and links survive. pageURL resolves relative links and may be
-// nil. src must already be UTF-8.
+// HTMLToMarkdown extracts the main content of an HTML page with
+// go-readability (dropping navigation, sidebars, footers, scripts and
+// styles) and converts it to Markdown: headings, lists, code blocks (with
+// their language), tables and links survive. pageURL resolves relative
+// links and may be nil. src must already be UTF-8.
 func HTMLToMarkdown(src []byte, pageURL *url.URL) (Document, error) {
 	doc, err := html.Parse(bytes.NewReader(src))
 	if err != nil {
 		return Document{}, err
 	}
 	title := pageTitle(doc)
+	p := readability.NewParser()
+	p.KeepClasses = true // code blocks keep their language-* class
 	if pageURL == nil {
 		pageURL = &url.URL{}
 	}
-	// Three attempts, each on a fresh parse (mainContent mutates it): the
-	// article with furniture dropped by name, the article without that
-	// (a page whose wrapper is called "with-sidebar"), and the whole body
-	// without its navigation and chrome.
 	var node *html.Node
-	readable := false
-	for attempt := range 3 {
-		if attempt > 0 {
-			if doc, err = html.Parse(bytes.NewReader(src)); err != nil {
-				return Document{}, err
-			}
+	art, err := p.ParseAndMutate(doc, pageURL)
+	readable := err == nil && art.Node != nil && textLen(art.Node, minReadableChars) >= minReadableChars
+	if readable {
+		node = art.Node
+		if t := strings.TrimSpace(art.Title()); t != "" {
+			title = t
 		}
-		if attempt == 2 {
-			node = findBody(doc)
-			removeChrome(node)
-			break
+	} else {
+		// readability mutated doc; start again from the source.
+		doc, err = html.Parse(bytes.NewReader(src))
+		if err != nil {
+			return Document{}, err
 		}
-		node = mainContent(findBody(doc), attempt == 0)
-		if readable = node != nil && textLen(node, minReadableChars) >= minReadableChars; readable {
-			break
-		}
+		node = findBody(doc)
+		removeChrome(node)
 	}
 	clean(node)
 	md, err := markdownConverter().ConvertNode(node, converter.WithDomain(pageURL.String()))
@@ -172,38 +170,24 @@ func removeChrome(n *html.Node) {
 	})
 }
 
-// clean drops what never reads well as Markdown: what a reader never sees
-// (invisible), form controls, embedded objects and images inlined as data:
-// URLs.
+// clean drops what never reads well as Markdown: scripts and styles (also
+// removed by the converter), inline graphics, form controls, hidden
+// elements and images inlined as data: URLs.
 func clean(n *html.Node) {
 	removeIf(n, func(c *html.Node) bool {
 		switch c.DataAtom {
-		case atom.Button, atom.Form, atom.Select, atom.Input, atom.Textarea, atom.Dialog, atom.Iframe, atom.Object, atom.Embed:
+		case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Svg, atom.Canvas,
+			atom.Button, atom.Form, atom.Select, atom.Input, atom.Textarea, atom.Dialog, atom.Iframe, atom.Object, atom.Embed:
 			return true
 		case atom.Img:
 			src := strings.TrimSpace(attr(c, "src"))
 			return src == "" || strings.HasPrefix(strings.ToLower(src), "data:")
 		}
-		return invisible(c)
+		if _, hidden := attrOK(c, "hidden"); hidden {
+			return true
+		}
+		return strings.EqualFold(attr(c, "aria-hidden"), "true")
 	})
-}
-
-// invisible says whether a reader of the rendered page never sees c:
-// scripts and styles (also removed by the converter), inline graphics,
-// templates and hidden elements.
-func invisible(c *html.Node) bool {
-	switch c.DataAtom {
-	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Svg, atom.Canvas:
-		return true
-	}
-	if _, hidden := attrOK(c, "hidden"); hidden {
-		return true
-	}
-	if strings.EqualFold(attr(c, "aria-hidden"), "true") {
-		return true
-	}
-	style := strings.ToLower(strings.ReplaceAll(attr(c, "style"), " ", ""))
-	return strings.Contains(style, "display:none") || strings.Contains(style, "visibility:hidden")
 }
 
 func removeIf(n *html.Node, drop func(*html.Node) bool) {

@@ -1,6 +1,6 @@
 // Package fetch is dsh's local web fetch provider: it downloads a page over
 // HTTP(S) from this machine and turns it into text the model can read —
-// HTML as Markdown of the main content (extract.go, then
+// HTML as Markdown of the main content (go-readability, then
 // html-to-markdown), plain text, Markdown and JSON as they are.
 //
 // It is safe by default. Every connection, including each redirect hop, is
