@@ -55,9 +55,16 @@ func (a *loopAgent) Run(ctx context.Context, content []llm.Block, src llm.Source
 		select {
 		case <-tk.done:
 		case <-ctx.Done():
-			a.abandon(tk, context.Cause(ctx))
-			yield(agent.Event{}, ctx.Err())
-			return
+			// A turn that took the prompt already is the caller's: its
+			// events so far are yielded before ctx's error (follow
+			// does), whichever of the two this select saw first.
+			select {
+			case <-tk.done:
+			default:
+				a.abandon(tk, context.Cause(ctx))
+				yield(agent.Event{}, ctx.Err())
+				return
+			}
 		}
 		if tk.err != nil {
 			yield(agent.Event{}, tk.err)

@@ -3,6 +3,7 @@ package loop_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -308,5 +309,55 @@ func TestApproverConsultedForEveryAsk(t *testing.T) {
 	}
 	if len(c.results) != 2 || c.results[0].IsError || !c.results[1].IsError || !strings.Contains(llm.TextOf(c.results[1].Content), "not b") {
 		t.Fatalf("results %+v", c.results)
+	}
+}
+
+// A prompt whose turn started before its caller's context ended gets that
+// turn's events, then the context's error, never the error alone: the turn
+// is the caller's whatever the order in which Run's wait saw the two. The
+// Queued listener below holds the caller until the turn has started and
+// its context has ended, so Run's wait finds both ready; select picks
+// between ready cases at random, hence the rounds.
+func TestPromptCancelledAfterItsTurnStartedYieldsTheTurn(t *testing.T) {
+	started := make(chan struct{}, 1)
+	hs := newHarness(t)
+	register(t, hs, funcTool{info: tool.Info{Name: "hold"}, fn: func(ctx context.Context, _ tool.Call) (tool.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return tool.TextResult("stopped"), nil
+	}})
+	var mu sync.Mutex
+	var onQueued func()
+	hs.h.Agents.Hub.Queued.Listen(func(context.Context, agent.Queued) error {
+		mu.Lock()
+		f := onQueued
+		mu.Unlock()
+		if f != nil {
+			f()
+		}
+		return nil
+	})
+	a := hs.agent(agent.Options{})
+	for round := range 20 {
+		hs.model.Push(scripted.Call(fmt.Sprintf("c%d", round), "hold", map[string]any{}, ""))
+		ctx, cancel := context.WithCancel(context.Background())
+		mu.Lock()
+		onQueued = func() {
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Error("the tool did not start")
+			}
+			cancel()
+		}
+		mu.Unlock()
+		c := collect(a.Prompt(ctx, "hold on"))
+		if !errors.Is(c.err, context.Canceled) || len(c.types) == 0 || c.types[0] != session.TypeTurnStart {
+			t.Fatalf("round %d: a prompt cancelled after its turn started: %v after %v", round, c.err, c.types)
+		}
+		idle(t, a)
+		if r := lastEnd(t, a.Session()); r.Kind != session.EndAborted {
+			t.Fatalf("round %d: the turn ended %+v", round, r)
+		}
 	}
 }
