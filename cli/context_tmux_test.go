@@ -190,9 +190,16 @@ func TestContextAddsUpToTheRequestInTmux(t *testing.T) {
 		t.Fatalf("/context:\n%s\nrequest: %.4000s", s, raw)
 	}
 
+	// The first /status (before any request, when the MCP server was
+	// awaited) is still on the screen and said the memory files were not
+	// known yet: wait for a new block.
+	shown := strings.Count(tt.screen(), "\nStatus\n")
 	tt.text("/status")
 	tt.keys("Enter")
-	s = tt.waitFor("  memory files ")
+	s = tt.waitUntil(func(s string) bool {
+		i := strings.LastIndex(s, "\nStatus\n")
+		return strings.Count(s, "\nStatus\n") > shown && strings.Contains(s[i:], "  memory files ")
+	}, "a new /status block")
 	s = s[strings.LastIndex(s, "Status"):]
 	id := strings.Fields(lineWith(s, "  session "))
 	want := []string{"  model            local/m", "  provider         local", "  permission mode  default", "  sandbox ", "  directory "}
