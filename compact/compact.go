@@ -641,7 +641,7 @@ func (c *Compactor) summarize(ctx context.Context, a agent.Agent, turn, step int
 	// Head anchoring: the first user prompt stays verbatim.
 	first := 0
 	if len(nodes) > 0 && nodes[0].Type == session.TypeUserMessage {
-		if ev, ok := s.Event(nodes[0].Seq); ok && !isCheckpoint(ev) {
+		if ev, ok := s.Event(nodes[0].Seq); ok && !isCheckpoint(s, ev) {
 			first = 1
 		}
 	}
@@ -719,9 +719,20 @@ func summarizes(s *session.Session, e session.Event) bool {
 	return ok && src.Type == TypeSummary
 }
 
-func isCheckpoint(e session.Event) bool {
+// isCheckpoint reports whether e is a checkpoint message compaction
+// wrote: known from its op and sources when it can be, else from its
+// payload.
+func isCheckpoint(s *session.Session, e session.Event) bool {
+	if summarizes(s, e) {
+		return true
+	}
 	p, err := session.Decode[session.Prompt](e)
-	return err == nil && p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact"
+	return err == nil && fromCompaction(p)
+}
+
+// fromCompaction is the mark a checkpoint's prompt carries.
+func fromCompaction(p session.Prompt) bool {
+	return p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact"
 }
 
 const summarizeSystem = `You condense an agent's working history into a checkpoint that replaces it. Write Markdown with exactly these sections, in order:
@@ -781,7 +792,7 @@ func latestInstructions(s *session.Session) []instruction {
 				return true
 			}
 			p, err := session.Decode[session.Prompt](e)
-			if err != nil || (p.Source.Kind == llm.SourcePlugin && p.Source.Plugin == "compact") {
+			if err != nil || fromCompaction(p) {
 				return true
 			}
 			out = append(out, instruction{seq: e.Seq, tag: "user-request", content: p.Content})

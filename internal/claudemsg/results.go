@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dshq/dsh/llm"
+	"github.com/dshq/dsh/tools/fstool"
 )
 
 // Call is a tool call as dsh ran it.
@@ -186,11 +187,6 @@ func bashStreams(text string, m bashMeta) (stdout, stderr string) {
 // readLine is a numbered line of the read tool's output ("%6d\t" + text).
 var readLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ *(\d+)\t(.*)$`) })
 
-var (
-	readTotal = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(End of file - total (\d+) lines\)`) })
-	readOf    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(Showing lines \d+-\d+ of (\d+)\.`) })
-)
-
 // readResponse parses the read tool's envelope (<path>, <content> with
 // numbered lines and a footer) into Claude Code's file window.
 func readResponse(text, path string) map[string]any {
@@ -214,12 +210,8 @@ func readResponse(text, path string) map[string]any {
 			footer += l
 		}
 	}
-	total := 0
-	if m := readTotal().FindStringSubmatch(footer); m != nil {
-		total, _ = strconv.Atoi(m[1])
-	} else if m := readOf().FindStringSubmatch(footer); m != nil {
-		total, _ = strconv.Atoi(m[1])
-	} else if start > 0 {
+	total, _ := fstool.ParseFooter(text)
+	if total == 0 && start > 0 {
 		total = start + len(lines) - 1
 	}
 	if start == 0 {

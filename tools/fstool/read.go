@@ -98,6 +98,36 @@ func (t *readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	return tool.TextResult(envelope(tg.Path, t.format(offset, w))), nil
 }
 
+// ParseFooter reads back what format's footer says of a window: the
+// file's line count when the tool knew it (0 when not) and whether the file
+// goes on past the lines shown. The footer is text for the model; the
+// consumers that present a read to people or to other tools' formats (the
+// terminal's @ mention, Claude Code's file window for hooks) read it with
+// this, so the format and its parser change together.
+func ParseFooter(text string) (total int, more bool) {
+	for rest := text; ; {
+		i := strings.LastIndex(rest, "\n(")
+		if i < 0 {
+			return 0, false
+		}
+		line, _, _ := strings.Cut(rest[i+1:], "\n")
+		rest = rest[:i]
+		var from, to int
+		switch {
+		case strings.HasPrefix(line, "(End of file - total "):
+			_, _ = fmt.Sscanf(line, "(End of file - total %d lines)", &total)
+			return total, false
+		case strings.HasPrefix(line, "(Output capped at "):
+			return 0, true
+		case strings.HasPrefix(line, "(Showing lines "):
+			if _, err := fmt.Sscanf(line, "(Showing lines %d-%d of %d.", &from, &to, &total); err != nil {
+				total = 0 // "; the file is 2.0 MiB and continues"
+			}
+			return total, true
+		}
+	}
+}
+
 // format renders the window cat -n style, then the footer that tells the
 // model where it is and how to go on.
 func (t *readTool) format(offset int, w fs.Window) string {

@@ -84,6 +84,15 @@ func TestReadFormat(t *testing.T) {
 	if text != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", text, want)
 	}
+	wantFooter(t, text, 2, false)
+}
+
+// wantFooter checks that ParseFooter reads back what the tool wrote.
+func wantFooter(t *testing.T, text string, total int, more bool) {
+	t.Helper()
+	if n, m := ParseFooter(text); n != total || m != more {
+		t.Fatalf("ParseFooter = %d, %v; want %d, %v, of:\n%s", n, m, total, more, text[max(0, len(text)-300):])
+	}
 }
 
 func TestReadWindows(t *testing.T) {
@@ -98,6 +107,7 @@ func TestReadWindows(t *testing.T) {
 	if strings.Contains(text, "\tone") || strings.Contains(text, "\tfour") {
 		t.Fatalf("lines outside the window:\n%s", text)
 	}
+	wantFooter(t, text, 4, true)
 
 	var b strings.Builder
 	for range 2000 {
@@ -108,6 +118,7 @@ func TestReadWindows(t *testing.T) {
 	if !strings.Contains(text, "(Output capped at 50 KiB. Showing lines 1-506. Use offset=507 to continue.)") {
 		t.Fatalf("no cap footer:\n%s", text[len(text)-200:])
 	}
+	wantFooter(t, text, 0, true)
 
 	writeFile(t, f.path("long.txt"), strings.Repeat("x", 3000)+"\n")
 	text, _ = f.ok(t, f.read, map[string]any{"file_path": "long.txt"})
@@ -120,6 +131,7 @@ func TestReadWindows(t *testing.T) {
 	if !strings.HasSuffix(text, "<content>\n(End of file - total 0 lines)\n</content>") {
 		t.Fatalf("empty file:\n%s", text)
 	}
+	wantFooter(t, text, 0, false)
 	err := f.fail(t, f.read, map[string]any{"file_path": "four.txt", "offset": 9})
 	wantFsCode(t, err, fs.CodeNotFound)
 	if !strings.Contains(err.Error(), `offset 9 is out of range for "`+f.path("four.txt")+`" (4 lines)`) {
@@ -236,6 +248,7 @@ func TestReadHugeSparseFile(t *testing.T) {
 		!strings.Contains(text, "(Showing lines 11-20; the file is 2.0 GiB and continues. Use offset=21 to continue.)") {
 		t.Fatalf("got:\n%s", text)
 	}
+	wantFooter(t, text, 0, true)
 }
 
 func TestReadPresentCall(t *testing.T) {

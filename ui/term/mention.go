@@ -16,6 +16,7 @@ import (
 	"github.com/dshq/dsh/llm"
 	"github.com/dshq/dsh/search"
 	"github.com/dshq/dsh/tool"
+	"github.com/dshq/dsh/tools/fstool"
 )
 
 // @-mentions: typing @ and part of a path offers the working directory's
@@ -477,16 +478,10 @@ func attachMentions(ctx context.Context, reg *tool.Registry, host tool.Host, ap 
 // file. The transcript's note says so, so a capped attachment is not taken
 // for the whole file.
 func readTotal(content string) string {
-	i := max(strings.LastIndex(content, "\n(Showing lines "), strings.LastIndex(content, "\n(Output capped at "))
-	if i < 0 {
+	switch total, more := fstool.ParseFooter(content); {
+	case !more:
 		return ""
-	}
-	trailer, _, _ := strings.Cut(content[i+1:], "\n")
-	if !strings.Contains(trailer, "Use offset=") {
-		return ""
-	}
-	var from, to, total int
-	if _, err := fmt.Sscanf(trailer, "(Showing lines %d-%d of %d.", &from, &to, &total); err == nil {
+	case total > 0:
 		return fmt.Sprintf(` of="%d"`, total)
 	}
 	return ` of="more"`
