@@ -64,7 +64,7 @@ type Store struct {
 	// queued behind each other (and behind a descheduled holder). Only a
 	// changed file takes the write lock, to read it again.
 	mu    sync.RWMutex
-	stamp string // the file's mtime and size when last read
+	stamp stamp // the file's mtime and size when last read
 	byID  map[string]Token
 }
 
@@ -206,12 +206,12 @@ func (s *Store) Current(id, hash string) (Token, bool) {
 // lookup finds a token by id in the file as it is now: false when the
 // file has no such token or cannot be read.
 func (s *Store) lookup(id string) (Token, bool) {
-	stamp, err := s.statStamp()
-	if err != nil || stamp == "" {
+	st, err := s.statStamp()
+	if err != nil || st == (stamp{}) {
 		return Token{}, false
 	}
 	s.mu.RLock()
-	if stamp == s.stamp && s.byID != nil {
+	if st == s.stamp && s.byID != nil {
 		t, ok := s.byID[id]
 		s.mu.RUnlock()
 		return t, ok
@@ -226,28 +226,32 @@ func (s *Store) lookup(id string) (Token, bool) {
 	return t, ok
 }
 
-// statStamp is the file's mtime and size ("" when there is no file).
-func (s *Store) statStamp() (string, error) {
+// stamp is a file's mtime and size: what says it changed. Every request
+// compares one, so it is two integers, not text.
+type stamp struct{ mtime, size int64 }
+
+// statStamp is the file's stamp (the zero stamp when there is no file).
+func (s *Store) statStamp() (stamp, error) {
 	st, err := os.Stat(s.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
+		return stamp{}, nil
 	}
 	if err != nil {
-		return "", err
+		return stamp{}, err
 	}
-	return fmt.Sprint(st.ModTime().UnixNano(), st.Size()), nil
+	return stamp{st.ModTime().UnixNano(), st.Size()}, nil
 }
 
 func (s *Store) refreshLocked() error {
-	stamp, err := s.statStamp()
+	st, err := s.statStamp()
 	if err != nil {
 		return err
 	}
-	if stamp == "" {
-		s.byID, s.stamp = nil, ""
+	if st == (stamp{}) {
+		s.byID, s.stamp = nil, stamp{}
 		return nil
 	}
-	if stamp == s.stamp && s.byID != nil {
+	if st == s.stamp && s.byID != nil {
 		return nil
 	}
 	f, err := s.read()
@@ -258,7 +262,7 @@ func (s *Store) refreshLocked() error {
 	for _, t := range f.Tokens {
 		s.byID[t.ID] = t
 	}
-	s.stamp = stamp
+	s.stamp = st
 	return nil
 }
 
@@ -297,7 +301,7 @@ func (s *Store) update(fn func(*file) error) error {
 	if err := private.WriteFile(s.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("tokens: %w", err)
 	}
-	s.stamp = "" // re-read at the next check
+	s.stamp = stamp{} // re-read at the next check
 	return nil
 }
 
