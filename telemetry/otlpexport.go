@@ -196,27 +196,26 @@ func (c *otlpClient) partialSuccess(raw []byte) {
 
 // pbField finds the first length-delimited field number f in a message.
 func pbField(b []byte, f int) ([]byte, bool) {
-	var out []byte
-	found := pbWalk(b, func(num, wire int, v uint64, data []byte) bool {
-		if num == f && wire == 2 {
-			out = data
-			return true
-		}
-		return false
-	})
-	return out, found
+	_, data, ok := pbFind(b, f, 2)
+	return data, ok
 }
 
+// pbVarint finds the first varint field number f in a message.
 func pbVarint(b []byte, f int) (uint64, bool) {
-	var out uint64
-	found := pbWalk(b, func(num, wire int, v uint64, _ []byte) bool {
-		if num == f && wire == 0 {
-			out = v
+	v, _, ok := pbFind(b, f, 0)
+	return v, ok
+}
+
+// pbFind is the first field number f of wire type wire in a message.
+func pbFind(b []byte, f, wire int) (v uint64, data []byte, ok bool) {
+	ok = pbWalk(b, func(num, w int, fv uint64, fd []byte) bool {
+		if num == f && w == wire {
+			v, data = fv, fd
 			return true
 		}
 		return false
 	})
-	return out, found
+	return v, data, ok
 }
 
 // pbWalk visits a message's fields until visit returns true; a malformed

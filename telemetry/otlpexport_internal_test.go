@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -209,5 +210,33 @@ func TestEncodeTracesDecodesWithOfficialTypes(t *testing.T) {
 	}
 	if b := s.GetAttributes()[7].GetValue().GetArrayValue().GetValues(); len(b) != 2 || !b[0].GetBoolValue() || b[1].GetBoolValue() {
 		t.Errorf("bool slice = %v", b)
+	}
+}
+
+// A collector's partial success (some spans rejected, with its reason) is
+// logged, read from the response as the official types encode it; a full
+// success is not.
+func TestPartialSuccessIsLogged(t *testing.T) {
+	var logged bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	c := &otlpClient{signal: "traces"}
+
+	raw, err := proto.Marshal(&coltracepb.ExportTraceServiceResponse{PartialSuccess: &coltracepb.ExportTracePartialSuccess{
+		RejectedSpans: 3, ErrorMessage: "span too large"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.partialSuccess(raw)
+	if s := logged.String(); !strings.Contains(s, "rejected=3") || !strings.Contains(s, `message="span too large"`) || !strings.Contains(s, "signal=traces") {
+		t.Fatalf("partial success logged as %q", s)
+	}
+
+	logged.Reset()
+	raw, _ = proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	c.partialSuccess(raw)
+	if logged.Len() != 0 {
+		t.Fatalf("a full success logged %q", logged.String())
 	}
 }
