@@ -16,6 +16,7 @@ import (
 
 	"github.com/dshq/dsh/app"
 	"github.com/dshq/dsh/headless"
+	"github.com/dshq/dsh/internal/exepages"
 	"github.com/dshq/dsh/mcp"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/store"
@@ -305,6 +306,7 @@ func runHeadless(ctx context.Context, stdio IO, a *app.App, f flags, args []stri
 		ReportState:        stdio.Env("CLAUDE_CODE_SDK_READS_SESSION_STATE") != "",
 		ReplayUserMessages: h.replayUserMessages,
 		Version:            Version, Logger: log,
+		Continued: func() { exepages.ReleaseOnce(stdio.Env) },
 	})
 	if err != nil || code != 0 {
 		if err == nil {

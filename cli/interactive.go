@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/internal/exepages"
 	"github.com/dshq/dsh/session"
 	"github.com/dshq/dsh/ui/term"
 )
@@ -22,5 +23,6 @@ var runInteractive = func(ctx context.Context, stdio IO, a *app.App, resume sess
 	return term.Run(ctx, term.Options{
 		In: stdio.In, Out: stdio.Out, App: a, Resume: resume, FirstPrompt: first,
 		Home: h, Env: stdio.Env, Version: Version, Cwd: cwd, PickSession: pick,
+		Ready: func() { exepages.ReleaseOnce(stdio.Env) },
 	})
 }

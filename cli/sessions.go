@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dshq/dsh/app"
+	"github.com/dshq/dsh/internal/exepages"
 	"github.com/dshq/dsh/internal/redact"
 	"github.com/dshq/dsh/kernel"
 	"github.com/dshq/dsh/llm"
@@ -249,6 +250,7 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 				return err
 			}
 			defer doneDst()
+			exepages.ReleaseOnce(stdio.Env) // set-up is over; the copy reads every session
 			copied, present, failed := copySessions(cmd.Context(), src, dst, stdio.Err)
 			fmt.Fprintf(stdio.Out, "copied %d sessions from %s to %s (%d already there, %d failed)\n", copied, from, to, present, failed)
 			if failed > 0 {
@@ -277,6 +279,8 @@ func newSessionsCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Set-up is over; what follows reads the whole session.
+			exepages.ReleaseOnce(stdio.Env)
 			if asHTML {
 				return writeHTMLTrace(cmd.Context(), stdio, c, id, noToolOutput)
 			}
@@ -323,6 +327,8 @@ damaged ranges on stderr.`,
 			if err != nil {
 				return err
 			}
+			// Set-up is over; what follows streams the whole log.
+			exepages.ReleaseOnce(stdio.Env)
 			w := bufio.NewWriterSize(stdio.Out, 64<<10)
 			enc := json.NewEncoder(w)
 			head := func(h session.Header) error {

@@ -107,6 +107,12 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the clock (durations).
 	Now func() time.Time
+	// Continued, when set, is called once, when the run starts its second
+	// step (of any turn): start-up and the first request are behind it, and the run is
+	// long enough for what follows to matter (the CLI gives back the
+	// executable's start-up pages then; see internal/exepages). A run of
+	// one step never calls it.
+	Continued func()
 }
 
 // run is one headless run's state.
@@ -150,6 +156,9 @@ type run struct {
 	openMu sync.Mutex
 	// rewindTurn is the open one-shot turn of a rewind (0: none).
 	rewindTurn int
+	// stepStarts counts the steps the run started, over all its turns
+	// (under mu): the second calls Options.Continued.
+	stepStarts int
 }
 
 // Run runs the session and writes its output. It returns the process exit
@@ -444,7 +453,12 @@ func (r *run) event(e session.Event) {
 			r.stats.stepStart = e.Time
 			step = r.stats.steps
 		}
+		r.stepStarts++
+		second := r.stepStarts == 2
 		r.mu.Unlock()
+		if second && r.o.Continued != nil {
+			r.o.Continued()
+		}
 		r.progress(step, fmt.Sprintf("step %d: asking the model", step))
 	case session.TypeToolCall:
 		if tc, err := session.Decode[session.ToolCall](e); err == nil {

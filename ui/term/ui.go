@@ -61,6 +61,10 @@ type Options struct {
 	Width, Height func() int
 	// Env looks up environment variables (NO_COLOR, GLAMOUR_STYLE).
 	Env func(string) string
+	// Ready, when set, is called once the prompt is first drawn and before
+	// the first key is read: start-up is over (the CLI gives back the
+	// executable's start-up pages then; see internal/exepages).
+	Ready func()
 	// NoColor forces plain output; NO_COLOR in Env does too.
 	NoColor bool
 	// Version is shown in the banner.
@@ -344,6 +348,9 @@ func Run(ctx context.Context, o Options) error {
 		// Start-up measurement: the prompt is ready; leave at once.
 		u.shutdown()
 		return nil
+	}
+	if o.Ready != nil {
+		o.Ready()
 	}
 	u.probeSandbox()
 	u.loop(ctx)

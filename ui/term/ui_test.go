@@ -59,6 +59,12 @@ func startUI(t *testing.T, setup func(*app.App)) *harness {
 
 func startUIWith(t *testing.T, opts func(*app.Options), setup func(*app.App)) *harness {
 	t.Helper()
+	return startUITerm(t, opts, nil, setup)
+}
+
+// startUITerm is startUIWith that also adjusts the terminal's own options.
+func startUITerm(t *testing.T, opts func(*app.Options), term func(*harness, *Options), setup func(*app.App)) *harness {
+	t.Helper()
 	home, cwd := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -87,10 +93,12 @@ func startUIWith(t *testing.T, opts func(*app.Options), setup func(*app.App)) *h
 		h.mu.Unlock()
 		return nil
 	})
-	go func() {
-		h.done <- Run(ctx, Options{In: pr, Out: h.out, App: a, Home: home, Cwd: cwd, NoColor: true,
-			Width: func() int { return 100 }, Height: func() int { return 40 }, Env: func(string) string { return "" }})
-	}()
+	to := Options{In: pr, Out: h.out, App: a, Home: home, Cwd: cwd, NoColor: true,
+		Width: func() int { return 100 }, Height: func() int { return 40 }, Env: func(string) string { return "" }}
+	if term != nil {
+		term(h, &to)
+	}
+	go func() { h.done <- Run(ctx, to) }()
 	t.Cleanup(func() { _ = pw.Close() })
 	h.wait("›")
 	h.mark = 0
