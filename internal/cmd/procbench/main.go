@@ -34,7 +34,7 @@ func main() {
 	bigChunk := flag.Int("chunk", 0, "also measure an answer streamed as one text chunk of this many bytes")
 	flat := flag.Int("flat", 0, "instead, run one task of this many tool steps and compare dsh's CPU per step early and late in it")
 	output := flag.Int("output", 20*1024, "with -flat, bytes each step's command prints")
-	start := flag.Bool("start", false, "instead, measure only the start to a ready prompt of each binary in the comma-separated -dsh list, alternating them run by run")
+	start := flag.Bool("start", false, "instead, measure only the start to a ready prompt of each binary in the comma-separated -dsh list, alternating them run by run (an entry NAME=VALUE@PATH runs PATH with NAME=VALUE in its environment)")
 	flag.Parse()
 	if *start {
 		startRun(strings.Split(*bin, ","), *runs)
@@ -243,9 +243,13 @@ func startRun(bins []string, runs int) {
 		gcs         int
 	}
 	one := func(bin string) sample {
+		var extra []string
+		if kv, path, ok := strings.Cut(bin, "@"); ok && strings.Contains(kv, "=") {
+			extra, bin = []string{kv}, path
+		}
 		cmd := exec.Command(bin)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL=http://127.0.0.1:9",
+		cmd.Env = append(append(os.Environ(), extra...), "DSH_HOME="+home, "DEEPSEEK_API_KEY=bench", "DEEPSEEK_BASE_URL=http://127.0.0.1:9",
 			"DSH_MODEL=deepseek/deepseek-chat", "TERM=dumb", "DSH_BENCH_EXIT_READY=1", "GODEBUG=gctrace=1")
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
