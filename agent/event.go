@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 
 	"github.com/dshq/dsh/llm"
@@ -116,34 +117,34 @@ func (e Event) TurnEnd() (TurnResult, bool) {
 	if e.Seq >= int64(e.s.Len()) {
 		return r, true
 	}
-	textFound := false
-	var turnEvents []session.Event
+	// The turn's start and steps are found backwards from the types memory
+	// holds; its assistant messages, released from memory in a long turn,
+	// are folded with their payloads read back in batches (one read each
+	// was thousands of reads at the end of a long turn).
+	from := int64(0)
 	e.s.Backward(e.Seq, func(ev session.Event) bool {
-		turnEvents = append(turnEvents, ev)
-		return ev.Type != session.TypeTurnStart
-	})
-	for _, ev := range turnEvents {
 		switch ev.Type {
 		case session.TypeTurnStart:
-			return r, true
+			from = ev.Seq
+			return false
 		case session.TypeStepStart:
 			r.Steps++
-			continue
-		case session.TypeAssistantMessage:
-		default:
-			continue
 		}
+		return true
+	})
+	_ = e.s.Each(context.Background(), from, func(ev session.Event) bool {
+		return ev.Seq < e.Seq && ev.Type == session.TypeAssistantMessage
+	}, func(ev session.Event) error {
 		m, err := session.Decode[session.AssistantMessage](ev)
 		if err != nil || m.Turn != end.Turn {
-			continue
+			return nil // a message that cannot be read adds nothing, as before
 		}
 		if m.Usage != nil {
 			r.Usage.Add(*m.Usage)
 		}
-		if !textFound {
-			r.Text, textFound = llm.TextOf(m.Content), true
-		}
-	}
+		r.Text = llm.TextOf(m.Content) // the newest one's, in the end
+		return nil
+	})
 	return r, true
 }
 

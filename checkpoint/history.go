@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,13 +88,22 @@ func (h history) turn(n int) (turnRec, bool) {
 	return turnRec{}, false
 }
 
-// readHistory folds the log of s.
-func readHistory(s *session.Session) history {
+// historyTypes are the events readHistory reads.
+var historyTypes = map[string]bool{session.TypeTurnStart: true, session.TypeStepStart: true,
+	session.TypeUserMessage: true, session.TypeTurnEnd: true, TypeTaken: true, TypeRestoreStart: true, TypeRestored: true}
+
+// readHistory folds the log of s. Its step markers and checkpoints (a few
+// a step) are released from memory once stored, so they are folded with
+// their payloads read back in batches ([session.Session.Each]); a log that
+// cannot be read back is an error, not a history with turns missing.
+func readHistory(ctx context.Context, s *session.Session) (history, error) {
 	var h history
 	open := map[string]int{}
 	cur := 0 // the turn being read
-	for e := range s.Scan(0) {
+	err := s.Each(ctx, 0, func(e session.Event) bool {
 		h.last = e.Seq
+		return historyTypes[e.Type]
+	}, func(e session.Event) error {
 		switch e.Type {
 		case session.TypeTurnStart:
 			ts, err := session.Decode[session.TurnStart](e)
@@ -118,14 +128,14 @@ func readHistory(s *session.Session) history {
 		case TypeTaken:
 			t, err := session.Decode[Taken](e)
 			if err != nil || t.ID.IsZero() {
-				continue
+				return nil
 			}
 			h.marks = append(h.marks, mark{seq: e.Seq, turn: t.Turn, step: t.Step, at: t.At, id: t.ID,
 				open: t.At == AtTurn, close: t.At == AtEnd})
 		case TypeRestoreStart:
 			rs, err := session.Decode[RestoreStart](e)
 			if err != nil {
-				continue
+				return nil
 			}
 			open[rs.Token] = len(h.interrupted)
 			h.interrupted = append(h.interrupted, pending{seq: e.Seq, start: rs})
@@ -136,7 +146,7 @@ func readHistory(s *session.Session) history {
 		case TypeRestored:
 			r, err := session.Decode[Restored](e)
 			if err != nil {
-				continue
+				return nil
 			}
 			if i, ok := open[r.Token]; ok {
 				h.interrupted[i].seq = -1
@@ -145,6 +155,10 @@ func readHistory(s *session.Session) history {
 				h.marks = append(h.marks, mark{seq: e.Seq, turn: cur, id: r.After, at: AtRewind, close: true})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return history{}, fmt.Errorf("checkpoint: reading the session's history: %w", err)
 	}
 	var keep []pending
 	for _, p := range h.interrupted {
@@ -153,7 +167,7 @@ func readHistory(s *session.Session) history {
 		}
 	}
 	h.interrupted = keep
-	return h
+	return h, nil
 }
 
 // target finds the checkpoint and the log position of t: the state

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -62,7 +63,10 @@ func plainKind(e files.Entry) bool {
 
 // Points lists the user turns of s, oldest first.
 func (c *Checkpoints) Points(s *session.Session) ([]Point, error) {
-	h := readHistory(s)
+	h, err := readHistory(context.Background(), s)
+	if err != nil {
+		return nil, err
+	}
 	var out []Point
 	for _, tr := range h.turns {
 		if tr.trigger != session.TriggerMessage && tr.trigger != "" {

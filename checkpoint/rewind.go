@@ -116,7 +116,10 @@ func (c *Checkpoints) Rewind(ctx context.Context, s *session.Session, r Request)
 	if s.Turns().Open {
 		return rep, ErrBusy
 	}
-	h := readHistory(s)
+	h, err := readHistory(ctx, s)
+	if err != nil {
+		return rep, err
+	}
 	for _, p := range h.interrupted {
 		files.Sweep(p.start.Paths, p.start.Token)
 		rep.Interrupted = append(rep.Interrupted, fmt.Sprintf("the rewind to before turn %s (%s) was interrupted: each of its %s holds either its content from before that rewind or the restored one",

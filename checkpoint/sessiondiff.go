@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/dshq/dsh/checkpoint/files"
@@ -29,7 +30,10 @@ type Changes struct {
 // it takes no checkpoint and scans nothing. A path both the agent and
 // someone else changed shows its whole difference.
 func (c *Checkpoints) Changes(s *session.Session) (Changes, error) {
-	h := readHistory(s)
+	h, err := readHistory(context.Background(), s)
+	if err != nil {
+		return Changes{}, err
+	}
 	var first *mark
 	for i := range h.marks {
 		if h.marks[i].open {

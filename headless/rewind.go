@@ -121,23 +121,30 @@ func (r *run) turnOfMessage(s *session.Session, id string) (int, bool) {
 	r.mu.Lock()
 	seq, client := r.clientUUIDs[id]
 	r.mu.Unlock()
-	turn, open := 0, false
-	for e := range s.Scan(0) {
+	turn, open, found := 0, false, false
+	// Turn starts and prompts are released from memory once stored: they
+	// are folded with their payloads read back in batches.
+	errFound := errors.New("found")
+	_ = s.Each(context.Background(), 0, func(e session.Event) bool {
+		return e.Type == session.TypeTurnStart || e.Type == session.TypeUserMessage
+	}, func(e session.Event) error {
 		switch e.Type {
 		case session.TypeTurnStart:
 			if ts, err := session.Decode[session.TurnStart](e); err == nil {
 				turn, open = ts.Turn, true
 			}
 		case session.TypeUserMessage:
-			if !open {
-				continue
-			}
-			if (client && e.Seq == seq) || (!client && r.messageUUID(e) == id) {
-				return turn, true
+			if open && ((client && e.Seq == seq) || (!client && r.messageUUID(e) == id)) {
+				found = true
+				return errFound
 			}
 		}
+		return nil
+	})
+	if !found {
+		return 0, false
 	}
-	return 0, false
+	return turn, true
 }
 
 // messageUUID is the uuid dsh's Claude-format output gives a user/message

@@ -185,16 +185,16 @@ func (n *nester) given(host tool.Host) map[string]bool {
 	}
 	m = map[string]bool{}
 	if a, ok := host.(agent.Agent); ok {
-		for _, e := range a.Session().Events() {
-			if e.Type != EventNested {
-				continue
-			}
-			if rec, err := session.Decode[Nested](e); err == nil { // reads back a released payload
+		// Released records come back in batched reads (a best effort: a
+		// record that cannot be read is given again).
+		_ = a.Session().Each(context.Background(), 0, func(e session.Event) bool { return e.Type == EventNested }, func(e session.Event) error {
+			if rec, err := session.Decode[Nested](e); err == nil {
 				for _, d := range rec.Dirs {
 					m[d] = true
 				}
 			}
-		}
+			return nil
+		})
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -57,13 +57,16 @@ func (c *Checker) Install(scope *kernel.Scope, reg *tool.Registry, pb *prompt.Bu
 			add(hub.SessionStart.Listen(func(ctx context.Context, ev agent.SessionStart) error {
 				// The rule events are kept in memory however the session
 				// was resumed (KeepOnResume below): a scan of what it holds
-				// finds them all without reading the log back.
+				// finds them all, and the payloads of those released come
+				// back in batched reads.
 				s := ev.Agent.Session()
 				var rules []session.Event
-				for e := range s.Scan(0) {
-					if e.Type == EventRule {
-						rules = append(rules, e)
-					}
+				err := s.Each(ctx, 0, func(e session.Event) bool { return e.Type == EventRule }, func(e session.Event) error {
+					rules = append(rules, e)
+					return nil
+				})
+				if err != nil {
+					return fmt.Errorf("permission: reading the session's rules: %w", err)
 				}
 				return c.RestoreSession(string(s.ID()), string(s.Header().ParentSession), rules)
 			}, kernel.Named("permission")))

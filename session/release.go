@@ -93,25 +93,22 @@ func (s *Session) Release(durable int64) int {
 	return s.base + s.released*segmentSize
 }
 
-// releasable reports whether e's payload may leave memory once stored: not
-// a small one (turn and step markers and the like: a read back would cost
-// far more than the bytes, and scans read them often), except a chunk's or
-// a tool call's. A tool call is one of the few events of every step, and
-// its payload is read only as it is appended (derivation, hooks, the
-// front ends' live views) or by what reads pages of the log from the store
-// anyway (transcripts, replays, repairing an open step); nothing scans the
-// tool calls memory holds.
+// releasable reports whether e's payload may leave memory once stored:
+// any payload, small ones too (turn and step markers, checkpoints, small
+// messages: a few a step, ~0.9 KB a step kept for the life of a session
+// when they stayed). What reads old ones folds with [Session.Each], which
+// reads them back in batches; [Decode] on one reads it back alone.
 func releasable(e Event) bool {
-	return e.Data != nil && (len(e.Data) > smallPayload || e.Type == TypeAssistantChunk || e.Type == TypeToolCall)
+	return e.Data != nil
 }
 
-// smallPayload is the size up to which a payload stays in memory (but a
-// streamed chunk's never does: chunks are most of a log's events).
+// smallPayload is the size up to which a payload still held (an event on
+// the surface) is packed into its segment's buffer rather than kept whole.
 const smallPayload = 256
 
 // slim returns a copy of seg whose events keep their payload only while
 // they are on the surface (the next request's history is built from those,
-// and compaction reads them) or small.
+// and compaction reads them).
 func slim(s *Session, seg []Event, onSurface map[int64]bool) []Event {
 	out := make([]Event, len(seg))
 	for i, e := range seg {
@@ -217,4 +214,93 @@ func (s *Session) Log(ctx context.Context) ([]Event, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Each calls fn, in seq order, with each event held from seq from on (as
+// [Session.Scan] sees them) that want accepts, with its payload. want is
+// given the event as memory holds it (its type, seq, time, op and
+// sources; its payload only when held), so a fold over one or two types
+// of a long log decides without reading anything back. The payloads of
+// wanted events that were released are read back from the store in
+// batches: those near each other in one read (see [eachGap]), at most
+// [eachBatch] wanted events held at a time, so a fold over thousands of
+// released step markers costs a few reads, not one each (as [Decode] on
+// each would). fn's error stops the fold and is returned; so is a failed
+// read back (wrapping [ErrReleased]).
+func (s *Session) Each(ctx context.Context, from int64, want func(Event) bool, fn func(Event) error) error {
+	batch := make([]Event, 0, 16)
+	flush := func() error {
+		if err := s.fill(ctx, batch); err != nil {
+			return err
+		}
+		for _, e := range batch {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for e := range s.Scan(from) {
+		if !want(e) {
+			continue
+		}
+		if batch = append(batch, e); len(batch) == eachBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+const (
+	// eachBatch is how many wanted events [Session.Each] gathers before
+	// reading their released payloads back: it bounds what a fold holds.
+	eachBatch = 256
+	// eachGap is how far apart (in seqs) two released events may be and
+	// still be read back in one read of the store: the events between are
+	// read and dropped, which costs less than another read (a JSONL read
+	// opens the file and fills a 64 KiB buffer) while they are a few
+	// steps' worth.
+	eachGap = 64
+)
+
+// fill reads back, in place, the payloads of the released events of evs
+// (in seq order): one read of the store per run of them no more than
+// eachGap apart.
+func (s *Session) fill(ctx context.Context, evs []Event) error {
+	for i := 0; i < len(evs); {
+		if !evs[i].IsReleased() {
+			i++
+			continue
+		}
+		j, last := i+1, i // evs[i:j] is the run; last its newest released event
+		for j < len(evs) && (!evs[j].IsReleased() || evs[j].Seq-evs[last].Seq <= eachGap) {
+			if evs[j].IsReleased() {
+				last = j
+			}
+			j++
+		}
+		k := i
+		err := s.Range(ctx, evs[i].Seq, evs[last].Seq+1, func(e Event) error {
+			for k <= last && evs[k].Seq < e.Seq {
+				k++
+			}
+			if k <= last && evs[k].Seq == e.Seq && evs[k].IsReleased() {
+				evs[k] = e
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs[i : last+1] {
+			if e.IsReleased() {
+				return fmt.Errorf("session: event %d of %q was not read back: %w", e.Seq, s.id, ErrReleased)
+			}
+		}
+		i = last + 1
+	}
+	return nil
 }

@@ -128,9 +128,9 @@ func TestReleasedChunksArePacked(t *testing.T) {
 	}
 }
 
-// Released events that kept only a small payload (step markers here) are
-// packed with it instead of kept whole: memory still gives their payload,
-// with no read from the store.
+// Released events with a small payload (step markers here) are packed
+// without it like a chunk; a fold over them with Each gets every payload
+// back in one batched read, not one read each.
 func TestSmallPayloadsArePacked(t *testing.T) {
 	c := &copyStore{}
 	s := streamedSession(t, c, 100, 40) // 4,302 events: 4,000 chunks, 100 step starts
@@ -140,23 +140,31 @@ func TestSmallPayloadsArePacked(t *testing.T) {
 	if packed < 3900 || whole > 300 {
 		t.Fatalf("%d events packed, %d whole; want the chunks and the step starts packed", packed, whole)
 	}
+	released := int64(s.Released())
+	for e := range s.Scan(0) {
+		if e.Type == session.TypeStepStart && e.Seq < released && !e.IsReleased() {
+			t.Fatalf("step start %d still holds its payload %s after its segment was released", e.Seq, e.Data)
+		}
+	}
 	reads := c.reads
 	steps := 0
-	for e := range s.Scan(0) {
-		if e.Type != session.TypeStepStart {
-			continue
-		}
+	err := s.Each(ctx, 0, func(e session.Event) bool { return e.Type == session.TypeStepStart }, func(e session.Event) error {
 		steps++
 		if e.IsReleased() || string(e.Data) != string(before[e.Seq].Data) {
-			t.Fatalf("step start %d = %q (released %v); want its payload %q held", e.Seq, e.Data, e.IsReleased(), before[e.Seq].Data)
+			t.Fatalf("step start %d = %q (released %v); want its payload %q", e.Seq, e.Data, e.IsReleased(), before[e.Seq].Data)
 		}
 		b, err := session.Decode[session.StepBoundary](e)
 		if err != nil || b.Turn != 1 {
-			t.Fatalf("Decode of a packed step start = %+v, %v", b, err)
+			t.Fatalf("Decode of a folded step start = %+v, %v", b, err)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if steps != 100 || c.reads != reads {
-		t.Fatalf("%d step starts read with %d reads of the store; want 100 and none", steps, c.reads-reads)
+	// The step starts are 43 events apart: one run, one read.
+	if steps != 100 || c.reads-reads != 1 {
+		t.Fatalf("%d step starts folded with %d reads of the store; want 100 and one", steps, c.reads-reads)
 	}
 	log, err := s.Log(ctx)
 	if err != nil {
@@ -271,13 +279,13 @@ func TestReleasedToolCallsAreReadBack(t *testing.T) {
 			}
 		case session.TypeStepStart:
 			steps++
-			if e.IsReleased() {
-				t.Fatalf("step start %d was released; small markers stay held", e.Seq)
+			if !e.IsReleased() {
+				t.Fatalf("step start %d still holds its payload %s after its segment was released", e.Seq, e.Data)
 			}
 		}
 	}
 	if steps == 0 || c.reads != reads {
-		t.Fatalf("%d step starts scanned with %d store reads; want some and none", steps, c.reads-reads)
+		t.Fatalf("%d step starts scanned with %d store reads; want some and none (a scan reads memory only)", steps, c.reads-reads)
 	}
 	e, _ := s.Event(calls[3].Seq)
 	got, err := session.Decode[session.ToolCall](e)

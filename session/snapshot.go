@@ -138,12 +138,13 @@ func (s *Session) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	prev := s.snapAnchor
 	s.mu.Unlock()
+	// Released kept events (rule events and the like, off the surface)
+	// come back in batched reads, not one read each.
+	if err := s.fill(ctx, sn.kept); err != nil {
+		return nil, fmt.Errorf("session: snapshot: %w", err)
+	}
 	for i, e := range sn.kept {
-		full, err := s.Payload(ctx, e)
-		if err != nil {
-			return nil, fmt.Errorf("session: snapshot: %w", err)
-		}
-		full = full.Clone()
+		full := e.Clone()
 		full.msg, full.back = nil, nil
 		sn.kept[i] = full
 	}

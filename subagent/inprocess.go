@@ -104,9 +104,13 @@ func (r *inRun) Wait(ctx context.Context) (Result, error) {
 	if err := r.hd.Agent.WhenIdle(ctx); err != nil {
 		return Result{}, err
 	}
-	events := r.hd.Agent.Session().Since(int64(r.seedLen)) // Decode reads back what was released
 	res := Result{ChildSession: r.ChildSession(), StopReason: Failed}
-	for _, e := range events {
+	// A long child turn's assistant messages are released from memory:
+	// they are folded with their payloads read back in batches, not one
+	// read each.
+	err := r.hd.Agent.Session().Each(ctx, int64(r.seedLen), func(e session.Event) bool {
+		return e.Seq >= int64(r.seedLen) && (e.Type == session.TypeAssistantMessage || e.Type == session.TypeTurnEnd)
+	}, func(e session.Event) error {
 		switch e.Type {
 		case session.TypeAssistantMessage:
 			if am, err := session.Decode[session.AssistantMessage](e); err == nil && len(am.Content) > 0 {
@@ -125,6 +129,10 @@ func (r *inRun) Wait(ctx context.Context) (Result, error) {
 				res.StopReason = Failed
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("subagent: reading the child's result: %w", err)
 	}
 	r.mu.Lock()
 	if r.cancelled && res.StopReason != Completed {
