@@ -77,11 +77,11 @@ type handle struct {
 	f     *os.File // open for writing, once used
 	size  int64    // the committed size, when known
 	known bool
-	// offs[i] is the byte offset of the line of seq offsFrom+i in path,
-	// for the events this process read or wrote (nil when unknown, as
-	// after a repair); ReadRange seeks with it. offsFrom is 0 unless the
-	// session was loaded from a snapshot.
-	offs     []int64
+	// offs.at(i) is the byte offset of the line of seq offsFrom+i in
+	// path, for the events this process read or wrote (nil when unknown,
+	// as after a repair); ReadRange seeks with it. offsFrom is 0 unless
+	// the session was loaded from a snapshot.
+	offs     *lines
 	offsFrom int64
 }
 
@@ -413,7 +413,7 @@ func (b *Backend) load(id session.ID, p string) (*store.Stored, error) {
 		if h.path == "" || h.path == p {
 			h.path = p
 			if st.Torn == nil {
-				h.offs, h.offsFrom = sc.offs, 0
+				h.offs, h.offsFrom = linesOf(sc.offs, 0), 0
 			}
 		}
 		h.mu.Unlock()
@@ -582,7 +582,7 @@ func (b *Backend) materialize(h *handle, batch store.Batch) error {
 	b.setPath(h, final)
 	h.size, h.known = size, true
 	h.mu.Lock()
-	h.offs, h.offsFrom = offs, 0
+	h.offs, h.offsFrom = linesOf(offs, 0), 0
 	h.mu.Unlock()
 	b.idx.put(final, h.size, batch.Info)
 	return nil
@@ -635,9 +635,9 @@ func (b *Backend) appendLines(h *handle, p string, events []session.Event) error
 		return fmt.Errorf("jsonl: appending to %s: %w", p, err)
 	}
 	h.mu.Lock()
-	if h.offs != nil && len(events) > 0 && h.offsFrom+int64(len(h.offs)) == events[0].Seq {
+	if h.offs != nil && len(events) > 0 && h.offsFrom+int64(h.offs.len()) == events[0].Seq {
 		for _, o := range offs {
-			h.offs = append(h.offs, h.size+o)
+			h.offs.add(h.size + o)
 		}
 	} else {
 		h.offs = nil // not contiguous with what is known: forget it

@@ -34,10 +34,10 @@ func (b *Backend) ReadRange(ctx context.Context, id session.ID, from, to int64, 
 		h.mu.Lock()
 		if h.path != "" {
 			p = h.path
-			if i := from - h.offsFrom; i >= 0 && i < int64(len(h.offs)) {
-				start = h.offs[i]
-			} else if i < 0 && len(h.offs) > 0 {
-				known, knownSeq = h.offs[0], h.offsFrom
+			if i := from - h.offsFrom; h.offs != nil && i >= 0 && i < int64(h.offs.len()) {
+				start = h.offs.at(int(i))
+			} else if i < 0 && h.offs != nil && h.offs.len() > 0 {
+				known, knownSeq = h.offs.at(0), h.offsFrom
 			}
 		}
 		h.mu.Unlock()

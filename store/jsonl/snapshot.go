@@ -219,11 +219,7 @@ func (b *Backend) noteOffsets(id session.ID, p string, first, base int64, offs [
 		return
 	}
 	h.path = p
-	abs := make([]int64, len(offs))
-	for i, o := range offs {
-		abs[i] = base + o
-	}
-	h.offs, h.offsFrom = abs, first
+	h.offs, h.offsFrom = linesOf(offs, base), first
 }
 
 func decodeSnapFile(raw []byte) (*store.StoredSnapshot, error) {
