@@ -107,13 +107,19 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the clock (durations).
 	Now func() time.Time
-	// Continued, when set, is called once, when the run starts its second
-	// step (of any turn): start-up and the first request are behind it, and the run is
-	// long enough for what follows to matter (the CLI gives back the
-	// executable's start-up pages then; see internal/exepages). A run of
-	// one step never calls it.
+	// Continued, when set, is called once, when the run starts its
+	// ContinuedAt'th step (over all its turns): start-up is long behind it,
+	// and the run is long enough for what follows to matter (the CLI gives
+	// back the executable's start-up pages then; see internal/exepages). A
+	// short run never calls it: the release costs it more CPU than it saves
+	// memory.
 	Continued func()
 }
+
+// ContinuedAt is the step whose start calls Options.Continued: a 3-step
+// run that released start-up's pages at its second step took 29 ms (11%)
+// more CPU for 0.6 MiB less peak RSS (docs/benchmarks.md).
+const ContinuedAt = 10
 
 // run is one headless run's state.
 type run struct {
@@ -157,7 +163,7 @@ type run struct {
 	// rewindTurn is the open one-shot turn of a rewind (0: none).
 	rewindTurn int
 	// stepStarts counts the steps the run started, over all its turns
-	// (under mu): the second calls Options.Continued.
+	// (under mu): the ContinuedAt'th calls Options.Continued.
 	stepStarts int
 }
 
@@ -454,9 +460,9 @@ func (r *run) event(e session.Event) {
 			step = r.stats.steps
 		}
 		r.stepStarts++
-		second := r.stepStarts == 2
+		long := r.stepStarts == ContinuedAt
 		r.mu.Unlock()
-		if second && r.o.Continued != nil {
+		if long && r.o.Continued != nil {
 			r.o.Continued()
 		}
 		r.progress(step, fmt.Sprintf("step %d: asking the model", step))
