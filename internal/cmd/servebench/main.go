@@ -30,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -66,6 +67,7 @@ func main() {
 	flag.IntVar(&c.Steps, "steps", 5, "model calls per turn (all but the last call a tool)")
 	flag.IntVar(&c.Chunks, "chunks", 4, "text deltas per model call")
 	flag.DurationVar(&c.Gap, "gap", 0, "how long the model waits before each text delta (0: zero latency, every call's stream written at once)")
+	flag.BoolVar(&c.Spread, "spread", false, "draw each pause uniformly from [gap/2, 3·gap/2] (same mean) so the 50 streams' deltas come apart in time, as independent users' do, instead of all 50 at the same instant")
 	flag.DurationVar(&c.Settle, "settle", 20*time.Second, "how long to wait for the RSS to settle after the sessions were evicted")
 	flag.Parse()
 	run := Run
@@ -92,6 +94,12 @@ type Config struct {
 	// a real model's tokens come apart. The latency is still timed from
 	// the write, so the gap is not in it; it only lowers the load.
 	Gap time.Duration
+	// Spread draws each pause uniformly from [Gap/2, 3·Gap/2]. With one
+	// fixed Gap the sessions started together stay in phase, so the model
+	// writes 50 deltas at one instant and each chunk's latency includes
+	// the wait behind the other 49 of its burst — in the relay's figure as
+	// much as in dsh's. Independent users' streams do not arrive so.
+	Spread bool
 	// Log, when set, hears the server's stderr.
 	Log io.Writer
 }
@@ -133,7 +141,10 @@ func (r *Report) PerEvicted() float64 {
 // Print writes the report.
 func (r *Report) Print(w io.Writer) {
 	gap := ""
-	if r.Gap > 0 {
+	switch {
+	case r.Gap > 0 && r.Spread:
+		gap = fmt.Sprintf(" (%v–%v before each, uniform)", r.Gap/2, r.Gap*3/2)
+	case r.Gap > 0:
 		gap = fmt.Sprintf(" (%v before each)", r.Gap)
 	}
 	fmt.Fprintf(w, "sessions %d (%d streaming at once), %d-step turns, %d chunks per step%s: %d turns completed, %d errors in %v\n",
@@ -528,6 +539,14 @@ func (s *server) stop() {
 	}
 }
 
+// pause is how long the model waits before a delta.
+func (c Config) pause() time.Duration {
+	if !c.Spread || c.Gap <= 0 {
+		return c.Gap
+	}
+	return c.Gap/2 + rand.N(c.Gap)
+}
+
 // model is the zero-latency scripted model: a turn is steps-1 calls of
 // the read tool, then an answer; every call first streams chunks text
 // deltas, each stamped with the wall clock just before its write.
@@ -575,7 +594,7 @@ func startModel(c Config) (*model, error) {
 		}
 		for i := range c.Chunks {
 			if c.Gap > 0 {
-				time.Sleep(c.Gap)
+				time.Sleep(c.pause())
 			}
 			d := map[string]any{"content": fmt.Sprintf("step %d part %d ts:%d; ", tools+1, i, time.Now().UnixNano())}
 			if i == 0 {

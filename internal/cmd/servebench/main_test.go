@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/dshq/dsh/internal/dshtest"
 )
@@ -45,5 +46,34 @@ func TestLoadSmoke(t *testing.T) {
 	}
 	if r.Evicted != 6 || r.RSSStart <= 0 || r.RSSPeak < r.RSSStart || r.CPU <= 0 {
 		t.Fatalf("evicted %d, RSS start %d peak %d KiB, CPU %v", r.Evicted, r.RSSStart, r.RSSPeak, r.CPU)
+	}
+}
+
+// TestPause checks the model's pacing: a fixed gap without Spread, and
+// with it pauses drawn over [Gap/2, 3·Gap/2) that land on both sides of
+// the mean, so the streams really drift out of phase.
+func TestPause(t *testing.T) {
+	const gap = 200 * time.Millisecond
+	if d := (Config{Gap: gap}).pause(); d != gap {
+		t.Fatalf("fixed pause %v, want %v", d, gap)
+	}
+	if d := (Config{Spread: true}).pause(); d != 0 {
+		t.Fatalf("spread pause with no gap %v, want 0", d)
+	}
+	c := Config{Gap: gap, Spread: true}
+	var short, long int
+	for range 1000 {
+		d := c.pause()
+		if d < gap/2 || d >= gap*3/2 {
+			t.Fatalf("spread pause %v outside [%v, %v)", d, gap/2, gap*3/2)
+		}
+		if d < gap {
+			short++
+		} else {
+			long++
+		}
+	}
+	if short < 100 || long < 100 {
+		t.Fatalf("spread pauses not spread: %d below the gap, %d above", short, long)
 	}
 }
