@@ -22,6 +22,8 @@ type tmuxTerm struct {
 	t      *testing.T
 	socket string
 	name   string
+	// resized is when resize last changed the pane's size (see resize).
+	resized time.Time
 }
 
 // buildDsh returns the dsh binary to drive: the one TestMain built for

@@ -4,13 +4,25 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // resize sets the pane's size, as a user dragging the window's edge does:
 // tmux reflows what the pane holds (scrollback too) and sends dsh SIGWINCH.
+//
+// tmux reflows its grid at once but tells the pane's program (TIOCSWINSZ)
+// at most once per 250 ms: a second resize within that time leaves the
+// program reading the old size while its output lands on the new grid, and
+// every frame drawn in the gap climbs the old width's lines. No program can
+// draw right against a size the terminal misreports, so resize keeps 300 ms
+// after the last one and the test judges dsh, not tmux's throttle.
 func (tt *tmuxTerm) resize(cols, rows int) {
 	tt.t.Helper()
+	if wait := 300*time.Millisecond - time.Since(tt.resized); wait > 0 {
+		time.Sleep(wait)
+	}
 	tt.tmux("resize-window", "-t", tt.name, "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows))
+	tt.resized = time.Now()
 }
 
 // history is the pane's whole history, every line tmux kept from the

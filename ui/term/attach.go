@@ -422,9 +422,8 @@ func (a *attached) draw() {
 	if a.suspended {
 		return // the shell owns the screen
 	}
-	w := a.width()
-	live, crow, ccol := a.liveRows(w)
-	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), live, crow, ccol, a.width(), a.height()))
+	live, crow, ccol, w := renderFor(a.width, a.liveRows)
+	_, _ = io.WriteString(a.out, a.scr.Frame(a.tr.Take(), live, crow, ccol, w, a.height()))
 }
 
 func (a *attached) liveRows(w int) (rows []string, crow, ccol int) {

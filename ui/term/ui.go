@@ -1187,10 +1187,30 @@ func (u *ui) draw() {
 		_, _ = io.WriteString(u.out, u.viewFrame())
 		return
 	}
-	w := u.width()
-	live, crow, ccol := u.liveRows(w)
+	live, crow, ccol, w := renderFor(u.width, u.liveRows)
 	frame := u.scr.Frame(u.tr.Take(), live, crow, ccol, w, u.height())
 	_, _ = io.WriteString(u.out, frame)
+}
+
+// renderFor renders the live region for the terminal's width and renders
+// it again while the width changed during the render. A frame rendered
+// for the old width but read by the terminal after its reflow climbs too
+// few of the reflowed lines and leaves the region's top behind as a stale
+// copy; rendering an approval card takes long enough under load (a few
+// milliseconds, more with -race) that a resize landed in that gap on a
+// busy CI machine (TestResizeIsCleanInTmux). What remains is the moment
+// between the last width query and the terminal reading the bytes, which
+// no program can close.
+func renderFor(width func() int, render func(w int) ([]string, int, int)) (live []string, crow, ccol, w int) {
+	w = width()
+	for tries := 1; ; tries++ {
+		live, crow, ccol = render(w)
+		now := width()
+		if now == w || tries == 4 { // a window still being dragged: the next frame follows
+			return live, crow, ccol, w
+		}
+		w = now
+	}
 }
 
 // liveRows is the live region: in-progress transcript, queued steering,
